@@ -1,0 +1,25 @@
+"""User accounts as the entry points need them."""
+
+from __future__ import annotations
+
+from agent.db import users
+from agent.db.users import User
+from agent.services import Services
+
+
+async def resolve_user(services: Services, name: str | None) -> User:
+    """The named user (default: the local user), created on first use.
+
+    Used by trusted local entry points (CLI, embedded defaults); the HTTP API resolves users
+    from bearer tokens instead.
+    """
+    async with services.engine.begin() as conn:
+        return await users.get_or_create_user(conn, name or services.settings.default_user)
+
+
+async def add_user(services: Services, name: str) -> tuple[User, str]:
+    """Create a user and return it with a fresh API token (shown once)."""
+    async with services.engine.begin() as conn:
+        user = await users.create_user(conn, name)
+        token = await users.issue_token(conn, user.id, label="created with the user")
+    return user, token

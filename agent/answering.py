@@ -1,0 +1,82 @@
+"""Turning retrieved context into model messages, and model output into a cited answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from agent import prompts
+from agent.retrieval.citations import CitableChunk, cited_ids, guard_citations, unique
+from agent.retrieval.hybrid import RetrievedChunk
+
+
+@dataclass
+class Answer:
+    """A finished answer with everything the UI and the chat log need."""
+
+    text: str
+    route: str
+    model_used: str
+    tokens_used: int = 0
+    citations: list[dict] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    chunk_map: dict[str, str] = field(default_factory=dict)
+    retrieved_chunk_ids: list[str] = field(default_factory=list)
+
+
+def grounded_messages(name: str, question: str, context: str) -> list[BaseMessage]:
+    """System and user messages for answering from context (system prompt first, stable)."""
+    return [
+        SystemMessage(prompts.GROUNDED_SYSTEM.format(name=name)),
+        HumanMessage(prompts.GROUNDED_USER.format(context=context, question=question)),
+    ]
+
+
+def general_messages(name: str, question: str) -> list[BaseMessage]:
+    """Messages for a reply that needs no documents."""
+    return [SystemMessage(prompts.GENERAL_SYSTEM.format(name=name)), HumanMessage(question)]
+
+
+def chunk_payload(chunk: RetrievedChunk, preview_chars: int = 200) -> dict:
+    """The JSON shape of a retrieved chunk; citations are these for the cited chunks."""
+    r = chunk.record
+    return {
+        "id": chunk.citation_id,
+        "chunk_id": str(r.id),
+        "document_id": str(r.document_id),
+        "document": r.document_title,
+        "chapter": r.chapter_title,
+        "section": r.section_title,
+        "page": r.page,
+        "text": r.text,
+        "preview": r.text[:preview_chars],
+        "source": chunk.source,
+        "score": chunk.score,
+        "similarity": chunk.similarity,
+        "keyword_score": chunk.keyword_score,
+        "layer": chunk.layer,
+    }
+
+
+def finish_grounded(
+    raw: str, retrieved: list[dict], *, route: str, model_used: str, tokens_used: int
+) -> Answer:
+    """Guard the citations of a generated answer and collect citations and sources.
+
+    ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+    """
+    citable = [CitableChunk(c["id"], c["text"]) for c in retrieved]
+    text = guard_citations(raw, citable)
+    by_id = {c["id"]: c for c in retrieved}
+    cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
+    return Answer(
+        text=text,
+        route=route,
+        model_used=model_used,
+        tokens_used=tokens_used,
+        citations=cited,
+        sources=unique(c["source"] for c in (cited or retrieved)),
+        chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
+        retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
+    )

@@ -1,0 +1,47 @@
+"""Saving a finished turn: both messages with their fields, and the usage counters."""
+
+from __future__ import annotations
+
+import uuid
+
+from agent.answering import Answer
+from agent.db import chats
+from agent.db.chats import NewMessage
+from agent.services import Services
+
+
+async def save_turn(
+    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, question: str, answer: Answer
+) -> list[uuid.UUID]:
+    """Store the user's message and the answer in one transaction; count the usage."""
+    async with services.engine.begin() as conn:
+        await chats.ensure_chat(conn, user_id, chat_id, title=question[:80])
+        ids = await chats.add_messages(
+            conn,
+            user_id,
+            chat_id,
+            [
+                NewMessage(role="user", content=question),
+                NewMessage(
+                    role="assistant",
+                    content=answer.text,
+                    route=answer.route,
+                    retrieved_chunk_ids=[uuid.UUID(c) for c in answer.retrieved_chunk_ids],
+                    sources=answer.sources,
+                    chunk_map=answer.chunk_map,
+                    citations=answer.citations,
+                    tokens_used=answer.tokens_used,
+                    model_used=answer.model_used,
+                ),
+            ],
+        )
+        await chats.record_usage(conn, user_id, chat_messages=1, tokens=answer.tokens_used)
+    return ids
+
+
+async def open_chat(
+    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, first_question: str
+) -> None:
+    """Create the chat on its first turn; refuse a chat that belongs to another user."""
+    async with services.engine.begin() as conn:
+        await chats.ensure_chat(conn, user_id, chat_id, title=first_question[:80])

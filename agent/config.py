@@ -1,0 +1,138 @@
+"""Every tunable of Quire in one pydantic-settings object (env prefix ``QUIRE_``, ``.env``).
+
+Defaults follow the seed documents: thresholds and chunk counts of the three-path
+brain (seed 000), chunk sizes and RRF weights (seed 002), context limits (seeds 001/004).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REASONING_KEYWORDS = [
+    "analyze", "analyse", "analysis", "compare", "comparison", "contrast",
+    "why", "how does", "how is", "how are", "what causes", "what leads to",
+    "connect", "connection", "relationship", "relate", "correlate",
+    "explain why", "what is the relationship", "what is the connection",
+    "difference between", "similarities between", "distinguish",
+]  # fmt: skip
+
+GLOBAL_SUMMARY_KEYWORDS = [
+    "summarize", "summarise", "summary", "overview", "what is this book about",
+    "what is the book about", "tell me about this book", "describe this book",
+    "what does this book cover", "book summary",
+]  # fmt: skip
+
+
+class Settings(BaseSettings):
+    """Quire configuration. Every field can be set as ``QUIRE_<NAME>`` or in ``.env``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="QUIRE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # --- where things live -------------------------------------------------------------
+    home: Path = Field(default=Path(".quire"), description="Data folder: database, model cache.")
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("QUIRE_DATABASE_URL", "DATABASE_URL"),
+        description="External Postgres (with pgvector). Unset: embedded server in the data folder.",
+    )
+    database_name: str = "quire"
+    db_pool_size: int = 5
+
+    # --- models ------------------------------------------------------------------------
+    assistant_name: str = "Quire"
+    chat_model: str = Field(
+        default="local", description="'local', 'extractive', 'openai:<model>' or any provider."
+    )
+    reasoning_model: str = "local"
+    embedding_model: str = Field(default="local", description="'local' or 'openai:<model>'.")
+    local_chat_threads: int = 2
+    local_chat_n_ctx: int = 4096
+    local_chat_max_tokens: int = 384
+    local_chat_file: str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    temperature_specific: float = 0.7  # Path A
+    temperature_summary: float = 0.4  # Path B
+    temperature_reasoning: float = 0.5  # Path C
+    temperature_general: float = 0.7
+    embed_batch_size: int = 32
+    embed_max_tokens: int = 256
+
+    # --- chunking (seed 002 part 2) -----------------------------------------------------
+    long_form_min_chars: int = 8000
+    parent_min_chars: int = 2000
+    parent_max_chars: int = 3500
+    child_min_chars: int = 400
+    child_max_chars: int = 700
+    child_overlap_sentences: int = 2
+    user_chunk_min_chars: int = 400
+    user_chunk_max_chars: int = 800
+    user_overlap_sentences: int = 1
+    sensitive_chunk_max_chars: int = 450
+    faq_max_chars: int = 8000
+    pii_density_sensitive: float = 0.015
+    pii_density_medium: float = 0.005
+
+    # --- retrieval (seeds 000, 002, 004) -----------------------------------------------
+    rrf_k: int = 60
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
+    candidates_per_retriever: int = 40
+    max_children_per_parent: int = 1
+    top_k_specific: int = 5
+    threshold_specific: float = 0.7
+    top_k_general: int = 10
+    threshold_general: float = 0.5
+    top_k_deep: int = 15
+    threshold_deep: float = 0.6
+    threshold_fallback: float = 0.3
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 64
+
+    # --- context building --------------------------------------------------------------
+    parent_context_chars: int = 1600
+    max_context_chars: int = 8000
+    local_max_context_chars: int = Field(
+        default=3200, description="Smaller context budget for the CPU model (prompt reading cost)."
+    )
+    citation_preview_chars: int = 200
+
+    # --- routing -----------------------------------------------------------------------
+    reasoning_keywords: list[str] = Field(default_factory=lambda: list(REASONING_KEYWORDS))
+    global_summary_keywords: list[str] = Field(
+        default_factory=lambda: list(GLOBAL_SUMMARY_KEYWORDS)
+    )
+
+    # --- users -------------------------------------------------------------------------
+    default_user: str = "local"
+
+    @property
+    def data_dir(self) -> Path:
+        """The data folder as an absolute path (created on demand)."""
+        path = self.home.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def model_cache_dir(self) -> Path:
+        """Folder for assembled model files."""
+        path = self.data_dir / "models"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def context_budget(self, model_name: str) -> int:
+        """Characters of retrieved context to give a model: smaller for the CPU model."""
+        return self.local_max_context_chars if model_name == "local" else self.max_context_chars
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment and ``.env``."""
+    return Settings()

@@ -1,0 +1,128 @@
+"""Chats, their messages and monthly usage counters."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+class ChatOwnershipError(PermissionError):
+    """The chat exists but belongs to another user."""
+
+
+@dataclass
+class NewMessage:
+    """A chat message to store."""
+
+    role: str
+    content: str
+    route: str | None = None
+    retrieved_chunk_ids: list[uuid.UUID] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    chunk_map: dict[str, str] = field(default_factory=dict)
+    citations: list[dict] = field(default_factory=list)
+    tokens_used: int | None = None
+    model_used: str | None = None
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """A stored chat message."""
+
+    id: uuid.UUID
+    chat_id: uuid.UUID
+    role: str
+    content: str
+    route: str | None
+    retrieved_chunk_ids: list[uuid.UUID] | None
+    sources: list[str] | None
+    chunk_map: dict | None
+    citations: list | None
+    tokens_used: int | None
+    model_used: str | None
+    created_at: datetime
+
+
+async def ensure_chat(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, title: str | None = None
+) -> None:
+    """Create the chat for ``user_id`` if new; refuse a chat owned by someone else."""
+    await conn.execute(
+        text(
+            "INSERT INTO chats (id, user_id, title) VALUES (:c, :u, :t) ON CONFLICT (id) DO NOTHING"
+        ),
+        {"c": chat_id, "u": user_id, "t": title},
+    )
+    owner = (await conn.execute(text("SELECT user_id FROM chats WHERE id = :c"), {"c": chat_id})).scalar()
+    if owner != user_id:
+        raise ChatOwnershipError(f"chat {chat_id} does not belong to this user")
+
+
+async def add_messages(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, messages: list[NewMessage]
+) -> list[uuid.UUID]:
+    """Append messages to a chat (in order) and return their ids."""
+    ids = [uuid.uuid4() for _ in messages]
+    for message_id, m in zip(ids, messages, strict=True):
+        await conn.execute(
+            text(
+                "INSERT INTO chat_messages (id, chat_id, user_id, role, content, route, "
+                "retrieved_chunk_ids, sources, chunk_map, citations, tokens_used, model_used) "
+                "VALUES (:id, :chat, :u, :role, :content, :route, :chunks, :sources, "
+                "CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), :tokens, :model)"
+            ),
+            {
+                "id": message_id, "chat": chat_id, "u": user_id, "role": m.role,
+                "content": m.content, "route": m.route,
+                "chunks": m.retrieved_chunk_ids or None, "sources": m.sources or None,
+                "chunk_map": json.dumps(m.chunk_map) if m.role == "assistant" else None,
+                "citations": json.dumps(m.citations) if m.role == "assistant" else None,
+                "tokens": m.tokens_used, "model": m.model_used,
+            },
+        )  # fmt: skip
+    await conn.execute(text("UPDATE chats SET updated_at = now() WHERE id = :c"), {"c": chat_id})
+    return ids
+
+
+async def list_messages(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID
+) -> list[MessageRow]:
+    """A chat's messages in order, only if the chat is the user's."""
+    rows = await conn.execute(
+        text(
+            "SELECT m.id, m.chat_id, m.role, m.content, m.route, m.retrieved_chunk_ids, m.sources, "
+            "m.chunk_map, m.citations, m.tokens_used, m.model_used, m.created_at "
+            "FROM chat_messages m JOIN chats c ON c.id = m.chat_id "
+            "WHERE m.chat_id = :c AND c.user_id = :u ORDER BY m.created_at, m.id"
+        ),
+        {"c": chat_id, "u": user_id},
+    )
+    return [MessageRow(**r._mapping) for r in rows]
+
+
+async def record_usage(
+    conn: AsyncConnection,
+    user_id: uuid.UUID,
+    *,
+    chat_messages: int = 0,
+    tokens: int = 0,
+    documents: int = 0,
+    month: date | None = None,
+) -> None:
+    """Add to the user's counters for the month (default: this month)."""
+    month = (month or date.today()).replace(day=1)
+    await conn.execute(
+        text(
+            "INSERT INTO usage_monthly (user_id, month, chat_messages, tokens_used, documents_ingested) "
+            "VALUES (:u, :m, :c, :t, :d) ON CONFLICT (user_id, month) DO UPDATE SET "
+            "chat_messages = usage_monthly.chat_messages + EXCLUDED.chat_messages, "
+            "tokens_used = usage_monthly.tokens_used + EXCLUDED.tokens_used, "
+            "documents_ingested = usage_monthly.documents_ingested + EXCLUDED.documents_ingested"
+        ),
+        {"u": user_id, "m": month, "c": chat_messages, "t": tokens, "d": documents},
+    )

@@ -1,0 +1,224 @@
+"""Documents and their chunks: transactional writes, listing and deletion."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+
+@dataclass
+class NewParentChunk:
+    """A parent chunk to store (context only, never embedded)."""
+
+    id: uuid.UUID
+    chunk_index: int
+    text: str
+    content_hash: str
+    chapter_title: str | None = None
+    section_title: str | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+
+
+@dataclass
+class NewChildChunk:
+    """A retrievable chunk to store with its embedding."""
+
+    id: uuid.UUID
+    chunk_index: int
+    text: str
+    content_hash: str
+    embedding: Sequence[float]
+    parent_id: uuid.UUID | None = None
+    chapter_title: str | None = None
+    section_title: str | None = None
+    page: int | None = None
+
+
+@dataclass
+class NewDocument:
+    """A document row to store."""
+
+    id: uuid.UUID
+    user_id: uuid.UUID
+    title: str
+    file_type: str
+    doc_type: str
+    content_hash: str
+    embedding_model: str
+    char_count: int
+    corpus: str = "default"
+    author: str | None = None
+    source_uri: str | None = None
+    filename: str | None = None
+    sensitivity: str = "LOW"
+    page_count: int | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """A stored document as listed to its owner."""
+
+    id: uuid.UUID
+    user_id: uuid.UUID
+    title: str
+    file_type: str
+    doc_type: str
+    source_uri: str | None
+    content_hash: str
+    status: str
+    summary_status: str
+    chunk_count: int
+    page_count: int | None
+    created_at: datetime
+
+
+_DOC_COLUMNS = (
+    "d.id, d.user_id, d.title, d.file_type, d.doc_type, d.source_uri, d.content_hash, d.status, "
+    "d.summary_status, d.keyword_chunks AS chunk_count, d.page_count, d.created_at"
+)
+
+
+def _to_row(row) -> DocumentRow:
+    return DocumentRow(**row._mapping)
+
+
+async def find_by_hash(
+    conn: AsyncConnection, user_id: uuid.UUID, content_hash: str
+) -> DocumentRow | None:
+    """The user's document with exactly this content, if stored."""
+    row = (
+        await conn.execute(
+            text(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u AND d.content_hash = :h"),
+            {"u": user_id, "h": content_hash},
+        )
+    ).first()
+    return _to_row(row) if row else None
+
+
+async def find_by_source(
+    conn: AsyncConnection, user_id: uuid.UUID, source_uri: str
+) -> DocumentRow | None:
+    """The user's document ingested from ``source_uri`` (for replacing a changed file)."""
+    row = (
+        await conn.execute(
+            text(
+                f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u AND d.source_uri = :s "
+                "ORDER BY d.created_at DESC LIMIT 1"
+            ),
+            {"u": user_id, "s": source_uri},
+        )
+    ).first()
+    return _to_row(row) if row else None
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """A pgvector text literal for ``values``."""
+    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+async def insert_document(
+    conn: AsyncConnection,
+    doc: NewDocument,
+    parents: Sequence[NewParentChunk],
+    children: Sequence[NewChildChunk],
+) -> None:
+    """Write a document, its parents and embedded children, and its BM25 statistics.
+
+    Runs inside the caller's transaction: the caller commits all of it or none of it.
+    """
+    await conn.execute(
+        text(
+            "INSERT INTO documents (id, user_id, corpus, title, author, source_uri, filename, "
+            "file_type, doc_type, sensitivity, content_hash, char_count, page_count, "
+            "embedding_model, metadata, status) VALUES (:id, :user_id, :corpus, :title, :author, "
+            ":source_uri, :filename, :file_type, :doc_type, :sensitivity, :content_hash, "
+            ":char_count, :page_count, :embedding_model, CAST(:metadata AS jsonb), 'ready')"
+        ),
+        {
+            "id": doc.id, "user_id": doc.user_id, "corpus": doc.corpus, "title": doc.title,
+            "author": doc.author, "source_uri": doc.source_uri, "filename": doc.filename,
+            "file_type": doc.file_type, "doc_type": doc.doc_type, "sensitivity": doc.sensitivity,
+            "content_hash": doc.content_hash, "char_count": doc.char_count,
+            "page_count": doc.page_count, "embedding_model": doc.embedding_model,
+            "metadata": json.dumps(doc.metadata),
+        },
+    )  # fmt: skip
+    if parents:
+        await conn.execute(
+            text(
+                "INSERT INTO parent_chunks (id, document_id, chunk_index, text, chapter_title, "
+                "section_title, page_start, page_end, content_hash) VALUES (:id, :doc, :idx, "
+                ":text, :chapter, :section, :p0, :p1, :hash)"
+            ),
+            [
+                {
+                    "id": p.id, "doc": doc.id, "idx": p.chunk_index, "text": p.text,
+                    "chapter": p.chapter_title, "section": p.section_title,
+                    "p0": p.page_start, "p1": p.page_end, "hash": p.content_hash,
+                }
+                for p in parents
+            ],
+        )  # fmt: skip
+    if children:
+        await conn.execute(
+            text(
+                "INSERT INTO child_chunks (id, document_id, parent_id, chunk_index, text, "
+                "chapter_title, section_title, page, content_hash, embedding) VALUES (:id, :doc, "
+                ":parent, :idx, :text, :chapter, :section, :page, :hash, CAST(:emb AS vector))"
+            ),
+            [
+                {
+                    "id": c.id, "doc": doc.id, "parent": c.parent_id, "idx": c.chunk_index,
+                    "text": c.text, "chapter": c.chapter_title, "section": c.section_title,
+                    "page": c.page, "hash": c.content_hash, "emb": vector_literal(c.embedding),
+                }
+                for c in children
+            ],
+        )  # fmt: skip
+    await _refresh_keyword_stats(conn, doc.id)
+
+
+async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) -> None:
+    """Recompute the document's BM25 statistics from its child chunks' tsvectors."""
+    await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": document_id})
+    await conn.execute(
+        text(
+            "INSERT INTO keyword_terms (term, document_id, df) "
+            "SELECT u.lexeme, c.document_id, count(*) FROM child_chunks c, unnest(c.tsv) u "
+            "WHERE c.document_id = :d GROUP BY u.lexeme, c.document_id"
+        ),
+        {"d": document_id},
+    )
+    await conn.execute(
+        text(
+            "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
+            "updated_at = now() FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens "
+            "FROM child_chunks WHERE document_id = :d) s WHERE d.id = :d"
+        ),
+        {"d": document_id},
+    )
+
+
+async def delete_document(conn: AsyncConnection, user_id: uuid.UUID, document_id: uuid.UUID) -> bool:
+    """Delete one of the user's documents with every chunk, vector and keyword entry."""
+    result = await conn.execute(
+        text("DELETE FROM documents WHERE id = :d AND user_id = :u"), {"d": document_id, "u": user_id}
+    )
+    return result.rowcount > 0
+
+
+async def list_documents(conn: AsyncConnection, user_id: uuid.UUID) -> list[DocumentRow]:
+    """The user's own documents, newest first."""
+    rows = await conn.execute(
+        text(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u ORDER BY d.created_at DESC"),
+        {"u": user_id},
+    )
+    return [_to_row(r) for r in rows]

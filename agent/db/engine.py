@@ -1,0 +1,99 @@
+"""The async SQLAlchemy engine, schema migrations and the embedding-store guard."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from agent.config import Settings
+from agent.db.server import DatabaseUrls
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Arbitrary constant: serialises concurrent migrations from several processes.
+_MIGRATION_LOCK = 7_201_905_431
+
+
+class EmbeddingMismatchError(RuntimeError):
+    """The configured embedding model does not match the vectors already stored."""
+
+
+def create_engine(urls: DatabaseUrls, settings: Settings) -> AsyncEngine:
+    """An async engine whose sessions let filtered HNSW scans return full result sets."""
+    options = (
+        f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search}"
+    )
+    return create_async_engine(
+        urls.sqlalchemy,
+        pool_size=settings.db_pool_size,
+        pool_pre_ping=True,
+        connect_args={"options": options},
+    )
+
+
+def _alembic_upgrade(sync_conn) -> None:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = sync_conn
+    command.upgrade(cfg, "head")
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest revision (safe to call from several processes)."""
+    async with engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+        await conn.run_sync(_alembic_upgrade)
+
+
+async def _index_exists(conn: AsyncConnection, name: str) -> bool:
+    found = await conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name})
+    return bool(found.scalar())
+
+
+async def ensure_embedding_store(
+    engine: AsyncEngine, model: str, dimension: int, settings: Settings
+) -> None:
+    """Bind the vector column to ``model``'s dimension on first use; refuse a mismatch later.
+
+    The first embedder to touch a store fixes ``child_chunks.embedding`` to ``vector(dim)``
+    and builds the HNSW cosine index. Any later process configured with another model or
+    dimension is refused with a message naming both, instead of mixing vector spaces.
+    """
+    async with engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK + 1})
+        row = (
+            await conn.execute(text("SELECT model, dimension FROM embedding_store WHERE id = 1"))
+        ).first()
+        if row is not None:
+            if row.dimension != dimension or row.model != model:
+                raise EmbeddingMismatchError(
+                    f"This store holds vectors from embedding model {row.model!r} "
+                    f"({row.dimension} dimensions), but QUIRE_EMBEDDING_MODEL gives {model!r} "
+                    f"({dimension} dimensions). Mixing them would make search meaningless: "
+                    "set QUIRE_EMBEDDING_MODEL back, or use a new database (QUIRE_HOME or "
+                    "DATABASE_URL) and ingest again."
+                )
+            return
+        await conn.execute(
+            text(f"ALTER TABLE child_chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+        )
+        if not await _index_exists(conn, "child_chunks_embedding_hnsw"):
+            await conn.execute(
+                text(
+                    "CREATE INDEX child_chunks_embedding_hnsw ON child_chunks "
+                    "USING hnsw (embedding vector_cosine_ops) "
+                    f"WITH (m = {int(settings.hnsw_m)}, "
+                    f"ef_construction = {int(settings.hnsw_ef_construction)})"
+                )
+            )
+        await conn.execute(
+            text("INSERT INTO embedding_store (id, model, dimension) VALUES (1, :m, :d)"),
+            {"m": model, "d": dimension},
+        )
+        log.info("embedding store bound to %s (%d dims)", model, dimension)

@@ -1,0 +1,192 @@
+"""Chat and embedding model factories.
+
+``QUIRE_CHAT_MODEL`` / ``QUIRE_REASONING_MODEL`` / ``QUIRE_EMBEDDING_MODEL`` take:
+
+* ``local`` (default): the packaged offline models (see :mod:`agent.local_models`);
+* ``extractive``: a deterministic, LLM-free answerer for plumbing tests and load runs;
+* ``openai:<model>`` or any ``init_chat_model`` provider string; ``OPENAI_BASE_URL`` points
+  the OpenAI client at vLLM, Ollama, a llama.cpp server or any compatible API.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from agent.config import Settings
+
+# Known output sizes of hosted embedding models (others are measured once with a probe).
+_EMBEDDING_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """An embedder with the name and dimension recorded beside its vectors."""
+
+    embedder: Embeddings
+    name: str
+    dimension: int
+
+
+_cache: dict[tuple, Any] = {}
+_cache_lock = threading.Lock()
+
+
+def _cached(key: tuple, build):
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = build()
+        return _cache[key]
+
+
+def model_label(spec: str) -> str:
+    """A short name for ``model_used``: the local model's name or the provider's model id."""
+    if spec == "local":
+        from agent.local_models import CHAT_LABEL
+
+        return CHAT_LABEL
+    return spec.split(":", 1)[-1]
+
+
+def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
+    """The chat model named by ``spec`` at ``temperature`` (instances are cached)."""
+
+    def build() -> BaseChatModel:
+        if spec == "local":
+            from agent.local_models import LocalChatModel, ensure_chat_model_file
+
+            path = ensure_chat_model_file(settings.model_cache_dir, settings.local_chat_file)
+            return LocalChatModel(
+                model_path=str(path),
+                n_ctx=settings.local_chat_n_ctx,
+                n_threads=settings.local_chat_threads,
+                n_batch=512,
+                max_tokens=settings.local_chat_max_tokens,
+                temperature=temperature,
+                verbose=False,
+            )
+        if spec == "extractive":
+            return ExtractiveChatModel(assistant_name=settings.assistant_name)
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(spec, temperature=temperature, stream_usage=True)
+
+    return _cached(("chat", spec, temperature), build)
+
+
+def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
+    """The embedder named by ``spec`` with its recorded name and dimension (cached)."""
+
+    def build() -> EmbeddingModel:
+        if spec == "local":
+            from agent.local_models import LocalMiniLMEmbeddings
+
+            emb = LocalMiniLMEmbeddings(max_tokens=settings.embed_max_tokens)
+            return EmbeddingModel(emb, emb.name, emb.dimension)
+        provider, _, name = spec.partition(":")
+        if provider != "openai" or not name:
+            raise ValueError(
+                f"unsupported QUIRE_EMBEDDING_MODEL {spec!r}: use 'local' or 'openai:<model>'"
+            )
+        from langchain_openai import OpenAIEmbeddings
+
+        emb = OpenAIEmbeddings(model=name)
+        dim = _EMBEDDING_DIMS.get(name) or len(emb.embed_query("dimension probe"))
+        return EmbeddingModel(emb, spec, dim)
+
+    return _cached(("embedding", spec), build)
+
+
+# --- an LLM-free answerer -------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+_BLOCK = re.compile(r"^(#chk_[0-9a-f]{8})\b[^\n]*\n(.*?)(?=^#chk_[0-9a-f]{8}\b|\Z)", re.S | re.M)
+_STOP = frozenset(
+    "a an and are as at be by did do does for from has have how i in is it its me my of on or "
+    "the their there this to was were what when where which who whom why will with you your "
+    "name called tell about".split()
+)
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+class ExtractiveChatModel(BaseChatModel):
+    """Answers with the context sentence that best overlaps the question, cited by its id.
+
+    No model weights, no randomness: used for plumbing tests, load runs and as a baseline.
+    Without a context it gives a short fixed greeting.
+    """
+
+    assistant_name: str = "Quire"
+
+    @property
+    def _llm_type(self) -> str:
+        return "quire-extractive"
+
+    def _answer(self, messages: list[BaseMessage]) -> str:
+        prompt = next(
+            (m.content for m in reversed(messages) if isinstance(m, HumanMessage)), ""
+        )
+        prompt = prompt if isinstance(prompt, str) else str(prompt)
+        question = prompt.rsplit("Question:", 1)[-1]
+        wanted = _terms(question)
+        best: tuple[int, str, str] | None = None
+        for cid, body in _BLOCK.findall(prompt):
+            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(body.split())):
+                score = len(wanted & _terms(sentence))
+                if sentence and (best is None or score > best[0]):
+                    best = (score, sentence, cid)
+        if best is None or best[0] == 0:
+            if best is None:
+                return f"Hello! I'm {self.assistant_name}. Ask me anything about your documents."
+            return "The provided context does not contain enough information to answer this."
+        return f"{best[1]} {best[2]}"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = self._answer(messages)
+        usage = _usage(messages, text)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        text = self._answer(messages)
+        for piece in re.findall(r"\S+\s*", text):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(content="", usage_metadata=_usage(messages, text))
+        )
+
+
+def _usage(messages: list[BaseMessage], answer: str) -> dict[str, int]:
+    read = sum(len(str(m.content).split()) for m in messages)
+    written = len(answer.split())
+    return {"input_tokens": read, "output_tokens": written, "total_tokens": read + written}

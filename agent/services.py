@@ -1,0 +1,70 @@
+"""The process-wide services every entry point shares: settings, database, embedder.
+
+Created once per process and event loop (CLI command, API server, LangGraph server), with
+the schema migrated and the embedding store checked before first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agent.config import Settings, get_settings
+from agent.db.engine import create_engine, ensure_embedding_store, migrate
+from agent.db.server import DatabaseUrls, resolve_database
+from agent.models import EmbeddingModel, embedding_model
+
+
+@dataclass
+class Services:
+    """Handles to the database and models, ready to use."""
+
+    settings: Settings
+    urls: DatabaseUrls
+    engine: AsyncEngine
+    embeddings: EmbeddingModel
+
+    async def close(self) -> None:
+        """Dispose of the connection pool."""
+        await self.engine.dispose()
+
+
+async def open_services(settings: Settings | None = None) -> Services:
+    """Start or reach Postgres, migrate, load the embedder and bind the vector store."""
+    settings = settings or get_settings()
+    urls = await asyncio.to_thread(resolve_database, settings)
+    engine = create_engine(urls, settings)
+    try:
+        await migrate(engine)
+        emb = await asyncio.to_thread(embedding_model, settings.embedding_model, settings)
+        await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return Services(settings=settings, urls=urls, engine=engine, embeddings=emb)
+
+
+_services: dict[int, Services] = {}
+_locks: dict[int, asyncio.Lock] = {}
+
+
+async def get_services() -> Services:
+    """This event loop's shared :class:`Services`, opened on first call."""
+    loop_id = id(asyncio.get_running_loop())
+    if loop_id in _services:
+        return _services[loop_id]
+    async with _locks.setdefault(loop_id, asyncio.Lock()):
+        if loop_id not in _services:
+            _services[loop_id] = await open_services()
+    return _services[loop_id]
+
+
+async def close_services() -> None:
+    """Close this event loop's services, if opened."""
+    services = _services.pop(id(asyncio.get_running_loop()), None)
+    if services:
+        with contextlib.suppress(Exception):
+            await services.close()

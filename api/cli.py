@@ -1,0 +1,268 @@
+"""The ``quire`` command line: users, ingestion, questions, interactive chat, servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+app = typer.Typer(help="Quire: chat with your documents and books.", no_args_is_help=True)
+users_app = typer.Typer(help="Manage users and their API tokens.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+
+out = Console()
+err = Console(stderr=True)
+
+UserOption = Annotated[
+    str | None, typer.Option("--user", "-u", help="User name (default: the local user).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Open the services, run ``work(services)``, close them; turn known errors into lines."""
+    from agent.db.engine import EmbeddingMismatchError
+    from agent.services import close_services, get_services
+
+    async def main():
+        try:
+            return await work(await get_services())
+        finally:
+            await close_services()
+
+    try:
+        return asyncio.run(main())
+    except EmbeddingMismatchError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def init() -> None:
+    """Prepare the data folder: start the database, migrate it, assemble the local model."""
+    from agent.models import chat_model
+
+    def prepare(services):
+        settings = services.settings
+        if settings.chat_model == "local":
+            chat_model("local", settings, settings.temperature_specific)
+        return settings
+
+    async def work(services):
+        settings = await asyncio.to_thread(prepare, services)
+        out.print(f"data folder: {settings.data_dir}")
+        out.print(f"database:    {'external' if settings.database_url else 'embedded'} (ready)")
+        out.print(f"chat model:  {settings.chat_model}; embeddings: {services.embeddings.name}")
+
+    _run(work)
+
+
+@users_app.command("add")
+def users_add(name: str) -> None:
+    """Create a user and print their API token (shown only once)."""
+    from agent.accounts import add_user
+
+    async def work(services):
+        try:
+            user, token = await add_user(services, name)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(1) from None
+        err.print(f"created user {user.name} ({user.id})")
+        print(token)
+
+    _run(work)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files to ingest (.txt, .md, .pdf).")],
+    user: UserOption = None,
+    corpus: Annotated[str, typer.Option(help="Collection to file the documents under.")] = "default",
+    title: Annotated[str | None, typer.Option(help="Title (single file only).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest files for a user, with a progress bar; identical content is skipped."""
+    from agent.accounts import resolve_user
+    from agent.ingest.parse import UnreadableDocument, UnsupportedDocument
+    from agent.ingest.pipeline import ingest_file
+
+    if title and len(paths) > 1:
+        err.print("[red]error:[/red] --title needs exactly one file")
+        raise typer.Exit(2)
+
+    async def work(services):
+        owner = await resolve_user(services, user)
+        results, failures = [], 0
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err, disable=as_json, transient=False,
+        ) as bar:  # fmt: skip
+            for path in paths:
+                task = bar.add_task(path.name, total=None)
+
+                def progress(done: int, total: int, task=task) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                try:
+                    if not path.is_file():
+                        raise FileNotFoundError(f"{path}: no such file")
+                    result = await ingest_file(services, owner.id, path, title=title, corpus=corpus, progress=progress)
+                except (FileNotFoundError, UnsupportedDocument, UnreadableDocument) as exc:
+                    failures += 1
+                    bar.update(task, description=f"[red]{path.name}: failed")
+                    err.print(f"[red]error:[/red] {path}: {exc}")
+                    results.append({"path": str(path), "status": "error", "error": str(exc)})
+                    continue
+                bar.update(task, description=f"{path.name}: {result.status}")
+                results.append({
+                    "path": str(path), "status": result.status, "document_id": str(result.document_id),
+                    "title": result.title, "chunks": result.chunks, "parents": result.parents,
+                    "seconds": round(result.seconds, 2),
+                })  # fmt: skip
+        if as_json:
+            print(json.dumps(results, indent=2))
+        else:
+            for r in results:
+                if r["status"] != "error":
+                    out.print(f"{r['status']:>9}  {r['title']}  ({r['chunks']} chunks, {r['document_id']})")
+        return failures
+
+    if _run(work):
+        raise typer.Exit(1)
+
+
+def _answer_json(state: dict) -> dict:
+    return {
+        "answer": state.get("answer", ""),
+        "route": state.get("route"),
+        "citations": [
+            {k: c.get(k) for k in ("id", "chunk_id", "document", "chapter", "section", "page", "text")}
+            for c in state.get("citations", [])
+        ],
+        "sources": state.get("sources", []),
+        "model_used": state.get("model_used"),
+        "tokens_used": state.get("tokens_used", 0),
+        "chat_id": state.get("chat_id"),
+    }
+
+
+async def _stream_turn(
+    graph, question: str, context, config: dict, echo: bool
+) -> tuple[dict, str]:
+    """Run one turn, printing answer tokens as they arrive; return final state and streamed text."""
+    from langchain_core.messages import AIMessageChunk, HumanMessage
+
+    final: dict = {}
+    streamed = ""
+    async for mode, payload in graph.astream(
+        {"messages": [HumanMessage(question)]}, config=config, context=context,
+        stream_mode=["messages", "values"],
+    ):  # fmt: skip
+        if mode == "messages" and echo:
+            chunk, meta = payload
+            if isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in ("generate", "general"):
+                streamed += chunk.content
+                out.print(chunk.content, end="", soft_wrap=True, highlight=False, markup=False)
+        elif mode == "values":
+            final = payload
+    return final, streamed
+
+
+def _print_footer(state: dict, streamed: str) -> None:
+    answer = state.get("answer", "")
+    if not streamed.strip():
+        out.print(answer, highlight=False, markup=False)
+    elif streamed.strip() != answer:
+        # the citation guard repaired the streamed text: show the final version
+        out.print(f"\n[dim]with citations:[/dim] {answer}", highlight=False)
+    else:
+        out.print()
+    for c in state.get("citations", []):
+        out.print(f"  [cyan]{c['id']}[/cyan] {c.get('source', '')}", highlight=False)
+    out.print(f"[dim]route: {state.get('route')} · model: {state.get('model_used')} · tokens: {state.get('tokens_used', 0)}[/dim]")
+
+
+@app.command()
+def ask(
+    question: str,
+    user: UserOption = None,
+    chat: Annotated[str | None, typer.Option(help="Chat id to add this turn to.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ask one question about your documents; the answer streams, with citations."""
+    from graphs.chat import graph
+    from graphs.context import Context
+
+    async def work(services):
+        context = Context(user=user or services.settings.default_user, chat_id=chat)
+        state, streamed = await _stream_turn(graph, question, context, {}, echo=not as_json)
+        if as_json:
+            print(json.dumps(_answer_json(state), indent=2, ensure_ascii=False))
+        else:
+            _print_footer(state, streamed)
+
+    _run(work)
+
+
+@app.command()
+def chat(
+    user: UserOption = None,
+    chat_id: Annotated[str | None, typer.Option("--chat", help="Resume this chat.")] = None,
+) -> None:
+    """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from graphs.chat import build_graph
+    from graphs.context import Context
+
+    async def work(services):
+        thread = chat_id or str(uuid.uuid4())
+        async with AsyncPostgresSaver.from_conn_string(services.urls.libpq) as saver:
+            await saver.setup()
+            graph = build_graph().compile(checkpointer=saver)
+            context = Context(user=user or services.settings.default_user, chat_id=thread)
+            err.print(f"[dim]chat {thread} · type /quit to leave[/dim]")
+            while True:
+                try:
+                    question = await asyncio.to_thread(input, "you> ")
+                except (EOFError, KeyboardInterrupt):
+                    break
+                if question.strip() in {"/quit", "/exit"}:
+                    break
+                if not question.strip():
+                    continue
+                out.print("[bold]quire>[/bold] ", end="")
+                config = {"configurable": {"thread_id": thread}}
+                state, streamed = await _stream_turn(graph, question, context, config, echo=True)
+                _print_footer(state, streamed)
+
+    _run(work)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve the HTTP API alone with uvicorn (``langgraph dev`` serves it with the graphs)."""
+    import uvicorn
+
+    uvicorn.run("api.app:app", host=host, port=port)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

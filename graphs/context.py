@@ -1,0 +1,30 @@
+"""Per-run configuration of the chat graph, shown in LangGraph Studio."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Who is asking and how to answer. Every field is optional."""
+
+    user: str = field(
+        default="local",
+        metadata={"description": "User name whose documents are searched (created on first use)."},
+    )
+    chat_id: str | None = field(
+        default=None,
+        metadata={"description": "Chat to save the turn in; defaults to the thread id."},
+    )
+    chat_model: str | None = field(
+        default=None,
+        metadata={"description": "Override QUIRE_CHAT_MODEL, e.g. 'openai:gpt-4o-mini'."},
+    )
+    top_k: int = field(default=5, metadata={"description": "Chunks to retrieve (seed: 5)."})
+    document_ids: list[str] | None = field(
+        default=None, metadata={"description": "Only search these documents."}
+    )
+    corpus: str | None = field(
+        default=None, metadata={"description": "Only search documents of this corpus."}
+    )

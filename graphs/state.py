@@ -1,0 +1,46 @@
+"""The chat graph's state: the conversation plus what the current turn produced."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class InputState(TypedDict):
+    """What a caller sends: new messages (the last human message is the question)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class ChatState(InputState, total=False):
+    """Working state of one turn; JSON-serialisable for any checkpointer."""
+
+    question: str
+    user_id: str
+    chat_id: str
+    route: str
+    context: str
+    retrieved: list[dict]
+    chunk_map: dict[str, str]
+    answer: str
+    citations: list[dict]
+    sources: list[str]
+    model_used: str
+    tokens_used: int
+
+
+class OutputState(TypedDict, total=False):
+    """What a caller gets back."""
+
+    messages: list[AnyMessage]
+    answer: str
+    route: str
+    citations: list[dict]
+    sources: list[str]
+    chunk_map: dict[str, str]
+    model_used: str
+    tokens_used: int
+    chat_id: str
