@@ -81,9 +81,10 @@ def group_sentences(
     for s in sentences:
         if buffer and fresh and _joined_len([*buffer, s]) > max_chars:
             groups.append(buffer)
-            buffer = buffer[-overlap:] if overlap else []
-            if buffer and _joined_len([*buffer, s]) > max_chars:
-                buffer = []
+            keep = min(overlap, len(buffer))
+            while keep and _joined_len([*buffer[-keep:], s]) > max_chars:
+                keep -= 1  # long sentences: repeat fewer rather than overflow
+            buffer = buffer[-keep:] if keep else []
             fresh = 0
         buffer.append(s)
         fresh += 1

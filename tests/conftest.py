@@ -1,0 +1,72 @@
+"""Shared fixtures: a real embedded Postgres (pgvector) with a fresh database per session.
+
+Environment is set before anything reads settings, so graph nodes, CLI subprocesses and
+the LangGraph server started by tests all use the same throw-away database.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+ALICE = SHARED / "data" / "books" / "alice-in-wonderland.txt"
+PRIDE = SHARED / "data" / "books" / "pride-and-prejudice.txt"
+
+TEST_DB = f"quire_test_{uuid.uuid4().hex[:8]}"
+os.environ.setdefault("QUIRE_HOME", str(ROOT / ".quire" / "test"))
+os.environ["QUIRE_DATABASE_NAME"] = TEST_DB
+os.environ["QUIRE_CHAT_MODEL"] = "extractive"
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+
+
+@pytest.fixture(scope="session")
+def settings():
+    from agent.config import get_settings
+
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+async def services(settings):
+    from agent.db.server import server_url
+    from agent.services import close_services, get_services
+
+    svc = await get_services()
+    yield svc
+    await close_services()
+    import psycopg
+    from psycopg import sql
+
+    from agent.db.server import with_database
+
+    if not settings.database_url:
+        admin = with_database(server_url(settings), "postgres").libpq
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEST_DB)))
+
+
+@pytest.fixture
+async def new_user(services):
+    """A fresh user (unique name) for tests that must not see each other's data."""
+    from agent.accounts import resolve_user
+
+    async def make(prefix: str = "user"):
+        return await resolve_user(services, f"{prefix}-{uuid.uuid4().hex[:6]}")
+
+    return make
+
+
+@pytest.fixture(scope="session")
+async def alice_reader(services):
+    """A user who has ingested Alice in Wonderland (shared by read-only tests)."""
+    from agent.accounts import resolve_user
+    from agent.ingest.pipeline import ingest_file
+
+    user = await resolve_user(services, "alice-reader")
+    result = await ingest_file(services, user.id, ALICE)
+    return user, result

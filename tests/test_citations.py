@@ -1,0 +1,52 @@
+import hashlib
+import uuid
+
+import pytest
+
+from agent.retrieval.citations import CitableChunk, cited_ids, citation_id, guard_citations
+from agent.retrieval.fusion import weighted_rrf
+
+DINAH = CitableChunk("#chk_11111111", "“Well, perhaps not,” said Alice. “And yet I wish I could show you our cat Dinah. She is such a dear quiet thing.”")
+CHESHIRE = CitableChunk("#chk_22222222", "There was the Cat again, sitting on a branch of a tree, grinning from ear to ear.")
+
+
+def test_citation_id_is_md5_prefix_of_chunk_id():
+    chunk_id = uuid.UUID("7cb384c1-1b45-5d8a-b2c8-32a959b80cd7")
+    assert citation_id(chunk_id) == "#chk_" + hashlib.md5(str(chunk_id).encode()).hexdigest()[:8]
+    assert citation_id(chunk_id) == citation_id(str(chunk_id))
+
+
+def test_guard_normalises_spellings_and_drops_unknown_ids():
+    answer = "Her cat is Dinah [chk_11111111]. The Cat grins chk_22222222. Made up #chk_deadbeef."
+    fixed = guard_citations(answer, [DINAH, CHESHIRE])
+    assert "#chk_11111111" in fixed and "#chk_22222222" in fixed
+    assert "deadbeef" not in fixed
+    assert set(cited_ids(fixed)) <= {DINAH.citation_id, CHESHIRE.citation_id}
+
+
+def test_guard_moves_a_citation_to_the_chunk_that_supports_it():
+    answer = "In #chk_22222222 Alice says she wishes she could show you our cat Dinah, such a dear quiet thing."
+    fixed = guard_citations(answer, [CHESHIRE, DINAH])
+    assert cited_ids(fixed) == [DINAH.citation_id]
+
+
+def test_guard_cites_uncited_sentences_only_when_supported():
+    answer = "Alice's cat is called Dinah, a dear quiet cat. I hope this helps."
+    fixed = guard_citations(answer, [CHESHIRE, DINAH])
+    assert fixed.startswith("Alice's cat is called Dinah, a dear quiet cat #chk_11111111.")
+    assert fixed.endswith("I hope this helps.")
+
+
+def test_guard_without_context_strips_every_id():
+    assert cited_ids(guard_citations("Answer #chk_11111111.", [])) == []
+
+
+def test_weighted_rrf_matches_formula():
+    fused = dict(weighted_rrf([["a", "b", "c"], ["c", "a"]], [0.5, 0.5], k=60))
+    assert fused["a"] == pytest.approx(0.5 / 61 + 0.5 / 62)
+    assert fused["c"] == pytest.approx(0.5 / 63 + 0.5 / 61)
+    assert fused["b"] == pytest.approx(0.5 / 62)
+    order = [k for k, _ in weighted_rrf([["a", "b", "c"], ["c", "a"]], [0.5, 0.5])]
+    assert order == ["a", "c", "b"]
+    weighted = [k for k, _ in weighted_rrf([["a", "b"], ["b", "a"]], [0.9, 0.1])]
+    assert weighted == ["a", "b"]
