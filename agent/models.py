@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections.abc import Iterator
@@ -76,6 +77,7 @@ def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatMod
                 n_batch=512,
                 max_tokens=settings.local_chat_max_tokens,
                 temperature=temperature,
+                seed=settings.local_chat_seed,
                 verbose=False,
             )
         if spec == "extractive":
@@ -85,6 +87,11 @@ def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatMod
         return init_chat_model(spec, temperature=temperature, stream_usage=True)
 
     return _cached(("chat", spec, temperature), build)
+
+
+async def achat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
+    """:func:`chat_model` off the event loop (the first local load reads a 1 GB file)."""
+    return await asyncio.to_thread(chat_model, spec, settings, temperature)
 
 
 def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
@@ -115,9 +122,56 @@ def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
 _WORD = re.compile(r"[a-z0-9]+")
 _BLOCK = re.compile(r"^(#chk_[0-9a-f]{8})\b[^\n]*\n(.*?)(?=^#chk_[0-9a-f]{8}\b|\Z)", re.S | re.M)
 _STOP = frozenset(
-    "a an and are as at be by did do does for from has have how i in is it its me my of on or "
-    "the their there this to was were what when where which who whom why will with you your "
-    "name called tell about".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "the",
+        "their",
+        "there",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "name",
+        "called",
+        "tell",
+        "about",
+    ]
 )
 
 
@@ -139,9 +193,7 @@ class ExtractiveChatModel(BaseChatModel):
         return "quire-extractive"
 
     def _answer(self, messages: list[BaseMessage]) -> str:
-        prompt = next(
-            (m.content for m in reversed(messages) if isinstance(m, HumanMessage)), ""
-        )
+        prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
         prompt = prompt if isinstance(prompt, str) else str(prompt)
         question = prompt.rsplit("Question:", 1)[-1]
         wanted = _terms(question)
@@ -166,7 +218,9 @@ class ExtractiveChatModel(BaseChatModel):
     ) -> ChatResult:
         text = self._answer(messages)
         usage = _usage(messages, text)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))])
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(text, usage_metadata=usage))]
+        )
 
     def _stream(
         self,

@@ -38,7 +38,7 @@ async def open_services(settings: Settings | None = None) -> Services:
     urls = await asyncio.to_thread(resolve_database, settings)
     engine = create_engine(urls, settings)
     try:
-        await migrate(engine)
+        await migrate(urls)
         emb = await asyncio.to_thread(embedding_model, settings.embedding_model, settings)
         await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
     except BaseException:

@@ -86,7 +86,9 @@ def users_add(name: str) -> None:
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files to ingest (.txt, .md, .pdf).")],
     user: UserOption = None,
-    corpus: Annotated[str, typer.Option(help="Collection to file the documents under.")] = "default",
+    corpus: Annotated[
+        str, typer.Option(help="Collection to file the documents under.")
+    ] = "default",
     title: Annotated[str | None, typer.Option(help="Title (single file only).")] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -103,9 +105,14 @@ def ingest(
         owner = await resolve_user(services, user)
         results, failures = [], 0
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=err, disable=as_json, transient=False,
-        ) as bar:  # fmt: skip
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            disable=as_json,
+            transient=False,
+        ) as bar:
             for path in paths:
                 task = bar.add_task(path.name, total=None)
 
@@ -115,7 +122,9 @@ def ingest(
                 try:
                     if not path.is_file():
                         raise FileNotFoundError(f"{path}: no such file")
-                    result = await ingest_file(services, owner.id, path, title=title, corpus=corpus, progress=progress)
+                    result = await ingest_file(
+                        services, owner.id, path, title=title, corpus=corpus, progress=progress
+                    )
                 except (FileNotFoundError, UnsupportedDocument, UnreadableDocument) as exc:
                     failures += 1
                     bar.update(task, description=f"[red]{path.name}: failed")
@@ -123,17 +132,25 @@ def ingest(
                     results.append({"path": str(path), "status": "error", "error": str(exc)})
                     continue
                 bar.update(task, description=f"{path.name}: {result.status}")
-                results.append({
-                    "path": str(path), "status": result.status, "document_id": str(result.document_id),
-                    "title": result.title, "chunks": result.chunks, "parents": result.parents,
-                    "seconds": round(result.seconds, 2),
-                })  # fmt: skip
+                results.append(
+                    {
+                        "path": str(path),
+                        "status": result.status,
+                        "document_id": str(result.document_id),
+                        "title": result.title,
+                        "chunks": result.chunks,
+                        "parents": result.parents,
+                        "seconds": round(result.seconds, 2),
+                    }
+                )
         if as_json:
             print(json.dumps(results, indent=2))
         else:
             for r in results:
                 if r["status"] != "error":
-                    out.print(f"{r['status']:>9}  {r['title']}  ({r['chunks']} chunks, {r['document_id']})")
+                    out.print(
+                        f"{r['status']:>9}  {r['title']}  ({r['chunks']} chunks, {r['document_id']})"
+                    )
         return failures
 
     if _run(work):
@@ -145,7 +162,10 @@ def _answer_json(state: dict) -> dict:
         "answer": state.get("answer", ""),
         "route": state.get("route"),
         "citations": [
-            {k: c.get(k) for k in ("id", "chunk_id", "document", "chapter", "section", "page", "text")}
+            {
+                k: c.get(k)
+                for k in ("id", "chunk_id", "document", "chapter", "section", "page", "text")
+            }
             for c in state.get("citations", [])
         ],
         "sources": state.get("sources", []),
@@ -155,21 +175,24 @@ def _answer_json(state: dict) -> dict:
     }
 
 
-async def _stream_turn(
-    graph, question: str, context, config: dict, echo: bool
-) -> tuple[dict, str]:
+async def _stream_turn(graph, question: str, context, config: dict, echo: bool) -> tuple[dict, str]:
     """Run one turn, printing answer tokens as they arrive; return final state and streamed text."""
     from langchain_core.messages import AIMessageChunk, HumanMessage
 
     final: dict = {}
     streamed = ""
     async for mode, payload in graph.astream(
-        {"messages": [HumanMessage(question)]}, config=config, context=context,
+        {"messages": [HumanMessage(question)]},
+        config=config,
+        context=context,
         stream_mode=["messages", "values"],
-    ):  # fmt: skip
+    ):
         if mode == "messages" and echo:
             chunk, meta = payload
-            if isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in ("generate", "general"):
+            if isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in (
+                "generate",
+                "general",
+            ):
                 streamed += chunk.content
                 out.print(chunk.content, end="", soft_wrap=True, highlight=False, markup=False)
         elif mode == "values":
@@ -188,7 +211,9 @@ def _print_footer(state: dict, streamed: str) -> None:
         out.print()
     for c in state.get("citations", []):
         out.print(f"  [cyan]{c['id']}[/cyan] {c.get('source', '')}", highlight=False)
-    out.print(f"[dim]route: {state.get('route')} · model: {state.get('model_used')} · tokens: {state.get('tokens_used', 0)}[/dim]")
+    out.print(
+        f"[dim]route: {state.get('route')} · model: {state.get('model_used')} · tokens: {state.get('tokens_used', 0)}[/dim]"
+    )
 
 
 @app.command()

@@ -28,7 +28,7 @@ from agent.answering import (
 )
 from agent.chat_log import open_chat, save_turn
 from agent.db.scope import SearchScope
-from agent.models import chat_model, model_label
+from agent.models import achat_model, model_label
 from agent.retrieval.context import build_context
 from agent.retrieval.hybrid import hybrid_search
 from agent.router import classify_route
@@ -79,7 +79,9 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context or Context()
     user = await resolve_user(services, ctx.user)
     thread_id = (get_config().get("configurable") or {}).get("thread_id")
-    chat_id = uuid.UUID(str(ctx.chat_id or thread_id)) if (ctx.chat_id or thread_id) else uuid.uuid4()
+    chat_id = (
+        uuid.UUID(str(ctx.chat_id or thread_id)) if (ctx.chat_id or thread_id) else uuid.uuid4()
+    )
     question = _last_question(state["messages"])
     await open_chat(services, user.id, chat_id, question)
     return {
@@ -109,12 +111,14 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     services = await get_services()
     settings = services.settings
     spec = _model_spec(runtime, settings.chat_model)
-    model = chat_model(spec, settings, settings.temperature_general)
+    model = await achat_model(spec, settings, settings.temperature_general)
     text, tokens = await _stream_text(
         model, general_messages(settings.assistant_name, state["question"])
     )
     return _answer_update(
-        Answer(text=text, route="direct", model_used=f"general_{model_label(spec)}", tokens_used=tokens)
+        Answer(
+            text=text, route="direct", model_used=f"general_{model_label(spec)}", tokens_used=tokens
+        )
     )
 
 
@@ -133,7 +137,10 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     built = build_context(hits, settings.context_budget(spec), settings.parent_context_chars)
     return {
         "context": built.text,
-        "retrieved": [chunk_payload(c, settings.citation_preview_chars) for c in built.chunks],
+        "retrieved": [
+            chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
+            for c in built.chunks
+        ],
     }
 
 
@@ -146,14 +153,17 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
         return _answer_update(
             Answer(text=prompts.NOTHING_FOUND, route="hybrid", model_used="no_context_response")
         )
-    model = chat_model(spec, settings, settings.temperature_specific)
+    model = await achat_model(spec, settings, settings.temperature_specific)
     raw, tokens = await _stream_text(
         model, grounded_messages(settings.assistant_name, state["question"], state["context"])
     )
     answer = finish_grounded(
-        raw, state["retrieved"], route="hybrid",
-        model_used=f"investigator_{model_label(spec)}", tokens_used=tokens,
-    )  # fmt: skip
+        raw,
+        state["retrieved"],
+        route="hybrid",
+        model_used=f"investigator_{model_label(spec)}",
+        tokens_used=tokens,
+    )
     return _answer_update(answer)
 
 
@@ -161,20 +171,30 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Persist both messages of the turn and count usage."""
     services = await get_services()
     answer = Answer(
-        text=state["answer"], route=state["route"], model_used=state["model_used"],
-        tokens_used=state.get("tokens_used", 0), citations=state.get("citations", []),
-        sources=state.get("sources", []), chunk_map=state.get("chunk_map", {}),
+        text=state["answer"],
+        route=state["route"],
+        model_used=state["model_used"],
+        tokens_used=state.get("tokens_used", 0),
+        citations=state.get("citations", []),
+        sources=state.get("sources", []),
+        chunk_map=state.get("chunk_map", {}),
         retrieved_chunk_ids=[c["chunk_id"] for c in state.get("retrieved", [])],
-    )  # fmt: skip
+    )
     await save_turn(
-        services, uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"]), state["question"], answer
+        services,
+        uuid.UUID(state["user_id"]),
+        uuid.UUID(state["chat_id"]),
+        state["question"],
+        answer,
     )
     return {}
 
 
 def build_graph():
     """The uncompiled chat graph (compile with or without a checkpointer)."""
-    builder = StateGraph(ChatState, input_schema=InputState, output_schema=OutputState, context_schema=Context)
+    builder = StateGraph(
+        ChatState, input_schema=InputState, output_schema=OutputState, context_schema=Context
+    )
     builder.add_node("route", route)
     builder.add_node("direct", direct)
     builder.add_node("general", general)

@@ -47,7 +47,9 @@ async def services(settings):
     if not settings.database_url:
         admin = with_database(server_url(settings), "postgres").libpq
         with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEST_DB)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEST_DB))
+            )
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
+import itertools
+
+import pytest
+
 from agent.config import Settings
 from agent.ingest.chunking import _wrap, chunk_flat, chunk_long_form, is_long_form
 from agent.ingest.parse import UnreadableDocument, UnsupportedDocument, parse_bytes
 from agent.ingest.sentences import split_sentences
 from tests.conftest import ALICE
-
-import pytest
 
 
 def test_sentences_respect_abbreviations_and_initials():
@@ -43,14 +45,16 @@ def test_alice_is_long_form_with_chapters_and_sized_chunks():
     children = [c for p in parents for c in p.children]
     assert len(children) > 150
     # children stay within the child bound and sit verbatim inside their parent
-    assert all(len(c.text) <= settings.child_max_chars + settings.child_min_chars // 2 for c in children)
+    assert all(
+        len(c.text) <= settings.child_max_chars + settings.child_min_chars // 2 for c in children
+    )
     assert sum(len(c.text) >= settings.child_min_chars for c in children) / len(children) > 0.8
     for p in parents:
         for c in p.children:
             assert c.text in p.text
             assert c.chapter == p.chapter
     # consecutive children of one parent repeat the previous child's last sentence(s)
-    pairs = [(a, b) for p in parents for a, b in zip(p.children, p.children[1:])]
+    pairs = [(a, b) for p in parents for a, b in itertools.pairwise(p.children)]
     overlapping = sum(split_sentences(b.text)[0] in a.text for a, b in pairs)
     assert overlapping / len(pairs) > 0.7
 
@@ -61,7 +65,9 @@ def test_no_sentence_is_cut():
     children = [c for p in chunk_long_form(doc.paragraphs, settings) for c in p.children]
     # sentences longer than a child are the only ones cut (at word boundaries)
     limit = settings.child_max_chars
-    sentences = [w for para in doc.paragraphs for s in split_sentences(para.text) for w in _wrap(s, limit)]
+    sentences = [
+        w for para in doc.paragraphs for s in split_sentences(para.text) for w in _wrap(s, limit)
+    ]
     for child in children[:120]:
         # every child starts at a sentence start and ends at a sentence end
         assert any(child.text.startswith(s) for s in sentences), child.text[:80]
@@ -93,7 +99,13 @@ def test_markdown_headings_become_chapters_and_sections():
 
 
 def test_pdf_keeps_page_numbers():
-    pdf = ALICE.parent.parent / "docs" / "pdf-samples" / "004-pdflatex-4-pages" / "pdflatex-4-pages.pdf"
+    pdf = (
+        ALICE.parent.parent
+        / "docs"
+        / "pdf-samples"
+        / "004-pdflatex-4-pages"
+        / "pdflatex-4-pages.pdf"
+    )
     doc = parse_bytes(pdf.read_bytes(), pdf.name)
     assert doc.page_count == 4
     assert {p.page for p in doc.paragraphs} == {1, 2, 3, 4}
@@ -108,6 +120,12 @@ def test_bad_input_gets_clear_errors():
         parse_bytes(b"\xff\xfe\xfa bad bytes", "bad.txt")
     with pytest.raises(UnreadableDocument, match="PDF"):
         parse_bytes(b"%PDF-1.4 this is not really a pdf", "fake.pdf")
-    encrypted = ALICE.parent.parent / "docs" / "pdf-samples" / "005-libreoffice-writer-password" / "libreoffice-writer-password.pdf"
+    encrypted = (
+        ALICE.parent.parent
+        / "docs"
+        / "pdf-samples"
+        / "005-libreoffice-writer-password"
+        / "libreoffice-writer-password.pdf"
+    )
     with pytest.raises(UnreadableDocument, match="password"):
         parse_bytes(encrypted.read_bytes(), encrypted.name)

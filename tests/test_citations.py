@@ -3,11 +3,17 @@ import uuid
 
 import pytest
 
-from agent.retrieval.citations import CitableChunk, cited_ids, citation_id, guard_citations
+from agent.retrieval.citations import CitableChunk, citation_id, cited_ids, guard_citations
 from agent.retrieval.fusion import weighted_rrf
 
-DINAH = CitableChunk("#chk_11111111", "“Well, perhaps not,” said Alice. “And yet I wish I could show you our cat Dinah. She is such a dear quiet thing.”")
-CHESHIRE = CitableChunk("#chk_22222222", "There was the Cat again, sitting on a branch of a tree, grinning from ear to ear.")
+DINAH = CitableChunk(
+    "#chk_11111111",
+    "“Well, perhaps not,” said Alice. “And yet I wish I could show you our cat Dinah. She is such a dear quiet thing.”",
+)
+CHESHIRE = CitableChunk(
+    "#chk_22222222",
+    "There was the Cat again, sitting on a branch of a tree, grinning from ear to ear.",
+)
 
 
 def test_citation_id_is_md5_prefix_of_chunk_id():
@@ -50,3 +56,8 @@ def test_weighted_rrf_matches_formula():
     assert order == ["a", "c", "b"]
     weighted = [k for k, _ in weighted_rrf([["a", "b"], ["b", "a"]], [0.9, 0.1])]
     assert weighted == ["a", "b"]
+
+
+def test_guard_keeps_a_citation_after_the_full_stop_with_its_sentence():
+    answer = "I wish I could show you our cat Dinah, such a dear quiet thing. #chk_11111111"
+    assert guard_citations(answer, [CHESHIRE, DINAH]) == answer

@@ -23,13 +23,23 @@ async def test_ingest_stores_parents_children_vectors_and_keyword_stats(services
     user, result = alice_reader
     assert result.status in ("ingested", "duplicate")
     doc = result.document_id
-    children = await _count(services, "SELECT count(*) FROM child_chunks WHERE document_id = :d", d=doc)
-    parents = await _count(services, "SELECT count(*) FROM parent_chunks WHERE document_id = :d", d=doc)
+    children = await _count(
+        services, "SELECT count(*) FROM child_chunks WHERE document_id = :d", d=doc
+    )
+    parents = await _count(
+        services, "SELECT count(*) FROM parent_chunks WHERE document_id = :d", d=doc
+    )
     embedded = await _count(
-        services, "SELECT count(*) FROM child_chunks WHERE document_id = :d AND embedding IS NOT NULL", d=doc
+        services,
+        "SELECT count(*) FROM child_chunks WHERE document_id = :d AND embedding IS NOT NULL",
+        d=doc,
     )
     assert children > 150 and parents > 20 and embedded == children
-    dims = await _count(services, "SELECT vector_dims(embedding) FROM child_chunks WHERE document_id = :d LIMIT 1", d=doc)
+    dims = await _count(
+        services,
+        "SELECT vector_dims(embedding) FROM child_chunks WHERE document_id = :d LIMIT 1",
+        d=doc,
+    )
     assert dims == services.embeddings.dimension
     df = await _count(
         services, "SELECT df FROM keyword_terms WHERE document_id = :d AND term = 'dinah'", d=doc
@@ -55,10 +65,14 @@ async def test_reingest_same_content_is_a_noop(services, alice_reader):
     assert again.status == "duplicate"
     assert again.document_id == first.document_id
     assert await _count(services, "SELECT count(*) FROM child_chunks") == before
-    assert await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
+    )
 
 
-async def test_changed_file_replaces_document_and_delete_removes_everything(services, new_user, tmp_path):
+async def test_changed_file_replaces_document_and_delete_removes_everything(
+    services, new_user, tmp_path
+):
     user = await new_user("editor")
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\nThe launch code word is PINEAPPLE. It was chosen in March.\n")
@@ -66,15 +80,26 @@ async def test_changed_file_replaces_document_and_delete_removes_everything(serv
     path.write_text("# Notes\n\nThe launch code word is MANGO. It was changed in May.\n")
     second = await ingest_file(services, user.id, path)
     assert second.status == "replaced"
-    assert await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
-    assert await _count(services, "SELECT count(*) FROM child_chunks WHERE document_id = :d", d=first.document_id) == 0
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
+    )
+    assert (
+        await _count(
+            services,
+            "SELECT count(*) FROM child_chunks WHERE document_id = :d",
+            d=first.document_id,
+        )
+        == 0
+    )
     hits = await hybrid_search(services, SearchScope(user_id=user.id), "launch code word", 5)
     assert hits and all("MANGO" in h.record.text for h in hits)
 
     async with services.engine.begin() as conn:
         assert await documents.delete_document(conn, user.id, second.document_id)
     for table in ("child_chunks", "parent_chunks", "keyword_terms"):
-        left = await _count(services, f"SELECT count(*) FROM {table} WHERE document_id = :d", d=second.document_id)
+        left = await _count(
+            services, f"SELECT count(*) FROM {table} WHERE document_id = :d", d=second.document_id
+        )
         assert left == 0, table
     assert await hybrid_search(services, SearchScope(user_id=user.id), "launch code word", 5) == []
 
@@ -88,7 +113,10 @@ async def test_retrieval_is_isolated_between_users(services, alice_reader, new_u
     assert await hybrid_search(services, SearchScope(user_id=bob.id), "Dinah the cat", 5) == []
     # a document id from another user is no way in either
     doc_ids = (own[0].record.document_id,)
-    assert await hybrid_search(services, SearchScope(user_id=bob.id, document_ids=doc_ids), "Dinah", 5) == []
+    assert (
+        await hybrid_search(services, SearchScope(user_id=bob.id, document_ids=doc_ids), "Dinah", 5)
+        == []
+    )
 
 
 async def test_sharing_makes_a_document_visible_until_revoked(services, alice_reader, new_user):
@@ -102,7 +130,8 @@ async def test_sharing_makes_a_document_visible_until_revoked(services, alice_re
     assert await hybrid_search(services, SearchScope(user_id=carol.id), "Dinah the cat", 3)
     async with services.engine.begin() as conn:
         await conn.execute(
-            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"), {"u": carol.id}
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": carol.id},
         )
     assert await hybrid_search(services, SearchScope(user_id=carol.id), "Dinah the cat", 3) == []
 
@@ -126,7 +155,9 @@ async def test_keyword_side_finds_rare_exact_terms(services, alice_reader):
 
     alice, _ = alice_reader
     async with services.engine.connect() as conn:
-        hits = await keyword_search(conn, SearchScope(user_id=alice.id), "Quadrille lobster", 5, 1.2, 0.75)
+        hits = await keyword_search(
+            conn, SearchScope(user_id=alice.id), "Quadrille lobster", 5, 1.2, 0.75
+        )
         found = await conn.execute(
             text("SELECT text FROM child_chunks WHERE id = :i"), {"i": hits[0].chunk_id}
         )
@@ -136,7 +167,9 @@ async def test_keyword_side_finds_rare_exact_terms(services, alice_reader):
 
 async def test_embedding_store_refuses_another_dimension(services):
     with pytest.raises(EmbeddingMismatchError, match="384 dimensions"):
-        await ensure_embedding_store(services.engine, "openai:text-embedding-3-small", 1536, services.settings)
+        await ensure_embedding_store(
+            services.engine, "openai:text-embedding-3-small", 1536, services.settings
+        )
     # the configured model itself is accepted again
     await ensure_embedding_store(
         services.engine, services.embeddings.name, services.embeddings.dimension, services.settings
@@ -154,10 +187,15 @@ async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path,
     monkeypatch.setattr("agent.db.documents._refresh_keyword_stats", boom)
     with pytest.raises(RuntimeError):
         await ingest_file(services, user.id, path)
-    assert await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 0
-    assert await _count(
-        services,
-        "SELECT count(*) FROM child_chunks c JOIN documents d ON d.id = c.document_id WHERE d.user_id = :u",
-        u=user.id,
-    ) == 0
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 0
+    )
+    assert (
+        await _count(
+            services,
+            "SELECT count(*) FROM child_chunks c JOIN documents d ON d.id = c.document_id WHERE d.user_id = :u",
+            u=user.id,
+        )
+        == 0
+    )
     _ = uuid

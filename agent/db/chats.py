@@ -58,7 +58,9 @@ async def ensure_chat(
         ),
         {"c": chat_id, "u": user_id, "t": title},
     )
-    owner = (await conn.execute(text("SELECT user_id FROM chats WHERE id = :c"), {"c": chat_id})).scalar()
+    owner = (
+        await conn.execute(text("SELECT user_id FROM chats WHERE id = :c"), {"c": chat_id})
+    ).scalar()
     if owner != user_id:
         raise ChatOwnershipError(f"chat {chat_id} does not belong to this user")
 
@@ -77,14 +79,20 @@ async def add_messages(
                 "CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), :tokens, :model)"
             ),
             {
-                "id": message_id, "chat": chat_id, "u": user_id, "role": m.role,
-                "content": m.content, "route": m.route,
-                "chunks": m.retrieved_chunk_ids or None, "sources": m.sources or None,
+                "id": message_id,
+                "chat": chat_id,
+                "u": user_id,
+                "role": m.role,
+                "content": m.content,
+                "route": m.route,
+                "chunks": m.retrieved_chunk_ids or None,
+                "sources": m.sources or None,
                 "chunk_map": json.dumps(m.chunk_map) if m.role == "assistant" else None,
                 "citations": json.dumps(m.citations) if m.role == "assistant" else None,
-                "tokens": m.tokens_used, "model": m.model_used,
+                "tokens": m.tokens_used,
+                "model": m.model_used,
             },
-        )  # fmt: skip
+        )
     await conn.execute(text("UPDATE chats SET updated_at = now() WHERE id = :c"), {"c": chat_id})
     return ids
 

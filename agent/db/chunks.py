@@ -66,6 +66,40 @@ async def dense_search(
     return sorted(hits, key=lambda h: h.score, reverse=True)
 
 
+# Okapi BM25 in SQL. Corpus statistics are summed over the visible documents only.
+_BM25_SQL = """
+stats AS (
+    SELECT coalesce(sum(d.keyword_chunks), 0)::float8 AS n,
+           coalesce(sum(d.keyword_tokens), 0)::float8
+               / greatest(coalesce(sum(d.keyword_chunks), 0), 1) AS avgdl
+    FROM documents d WHERE d.id IN (SELECT id FROM visible)),
+q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
+idf AS (
+    SELECT q.term,
+           ln(1 + (s.n - coalesce(sum(t.df), 0) + 0.5) / (coalesce(sum(t.df), 0) + 0.5)) AS idf
+    FROM q CROSS JOIN stats s
+    LEFT JOIN keyword_terms t
+           ON t.term = q.term AND t.document_id IN (SELECT id FROM visible)
+    GROUP BY q.term, s.n),
+tsq AS (
+    SELECT array_to_string(array_agg(quote_literal(term)), ' | ')::tsquery AS query FROM q)
+SELECT c.id,
+       sum(i.idf * f.tf * (:k1 + 1)
+           / (f.tf + :k1 * (1 - :b + :b * c.token_count / greatest(s.avgdl, 1)))) AS score
+FROM child_chunks c
+CROSS JOIN tsq
+CROSS JOIN stats s
+CROSS JOIN LATERAL (
+    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) u
+) f
+JOIN idf i ON i.term = f.lexeme
+WHERE c.document_id IN (SELECT id FROM visible) AND c.tsv @@ tsq.query
+GROUP BY c.id
+ORDER BY score DESC, c.id
+LIMIT :k
+"""
+
+
 async def keyword_search(
     conn: AsyncConnection, scope: SearchScope, query: str, k: int, k1: float, b: float
 ) -> list[ScoredChunkId]:
@@ -77,25 +111,9 @@ async def keyword_search(
     """
     visible, params = scope.visible_documents_sql()
     rows = await conn.execute(
-        text(
-            f"WITH visible AS ({visible}), "
-            "stats AS (SELECT coalesce(sum(d.keyword_chunks), 0)::float8 AS n, "
-            "  coalesce(sum(d.keyword_tokens), 0)::float8 / greatest(coalesce(sum(d.keyword_chunks), 0), 1) AS avgdl "
-            "  FROM documents d WHERE d.id IN (SELECT id FROM visible)), "
-            "q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u), "
-            "idf AS (SELECT q.term, ln(1 + (s.n - coalesce(sum(t.df), 0) + 0.5) / (coalesce(sum(t.df), 0) + 0.5)) AS idf "
-            "  FROM q CROSS JOIN stats s LEFT JOIN keyword_terms t ON t.term = q.term "
-            "  AND t.document_id IN (SELECT id FROM visible) GROUP BY q.term, s.n), "
-            "tsq AS (SELECT array_to_string(array_agg(quote_literal(term)), ' | ')::tsquery AS query FROM q) "
-            "SELECT c.id, sum(i.idf * f.tf * (:k1 + 1) / (f.tf + :k1 * (1 - :b + :b * c.token_count / greatest(s.avgdl, 1)))) AS score "
-            "FROM child_chunks c CROSS JOIN tsq CROSS JOIN stats s "
-            "CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) u) f "
-            "JOIN idf i ON i.term = f.lexeme "
-            "WHERE c.document_id IN (SELECT id FROM visible) AND c.tsv @@ tsq.query "
-            "GROUP BY c.id ORDER BY score DESC, c.id LIMIT :k"
-        ),
+        text(f"WITH visible AS ({visible}), {_BM25_SQL}"),
         {**params, "query": query, "k": k, "k1": k1, "b": b},
-    )  # fmt: skip
+    )
     return [ScoredChunkId(r.id, float(r.score)) for r in rows]
 
 
@@ -120,3 +138,18 @@ async def fetch_chunks(
         {**params, "ids": list(chunk_ids)},
     )
     return {r.id: ChunkRecord(**r._mapping) for r in rows}
+
+
+async def fetch_embeddings(
+    conn: AsyncConnection, chunk_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[float]]:
+    """Stored vectors of the given child chunks (ids already scoped by a search)."""
+    if not chunk_ids:
+        return {}
+    rows = await conn.execute(
+        text(
+            "SELECT id, embedding::real[] AS v FROM child_chunks WHERE id = ANY(:ids) AND embedding IS NOT NULL"
+        ),
+        {"ids": list(chunk_ids)},
+    )
+    return {r.id: r.v for r in rows}

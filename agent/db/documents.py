@@ -96,7 +96,9 @@ async def find_by_hash(
     """The user's document with exactly this content, if stored."""
     row = (
         await conn.execute(
-            text(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u AND d.content_hash = :h"),
+            text(
+                f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u AND d.content_hash = :h"
+            ),
             {"u": user_id, "h": content_hash},
         )
     ).first()
@@ -143,14 +145,23 @@ async def insert_document(
             ":char_count, :page_count, :embedding_model, CAST(:metadata AS jsonb), 'ready')"
         ),
         {
-            "id": doc.id, "user_id": doc.user_id, "corpus": doc.corpus, "title": doc.title,
-            "author": doc.author, "source_uri": doc.source_uri, "filename": doc.filename,
-            "file_type": doc.file_type, "doc_type": doc.doc_type, "sensitivity": doc.sensitivity,
-            "content_hash": doc.content_hash, "char_count": doc.char_count,
-            "page_count": doc.page_count, "embedding_model": doc.embedding_model,
+            "id": doc.id,
+            "user_id": doc.user_id,
+            "corpus": doc.corpus,
+            "title": doc.title,
+            "author": doc.author,
+            "source_uri": doc.source_uri,
+            "filename": doc.filename,
+            "file_type": doc.file_type,
+            "doc_type": doc.doc_type,
+            "sensitivity": doc.sensitivity,
+            "content_hash": doc.content_hash,
+            "char_count": doc.char_count,
+            "page_count": doc.page_count,
+            "embedding_model": doc.embedding_model,
             "metadata": json.dumps(doc.metadata),
         },
-    )  # fmt: skip
+    )
     if parents:
         await conn.execute(
             text(
@@ -160,13 +171,19 @@ async def insert_document(
             ),
             [
                 {
-                    "id": p.id, "doc": doc.id, "idx": p.chunk_index, "text": p.text,
-                    "chapter": p.chapter_title, "section": p.section_title,
-                    "p0": p.page_start, "p1": p.page_end, "hash": p.content_hash,
+                    "id": p.id,
+                    "doc": doc.id,
+                    "idx": p.chunk_index,
+                    "text": p.text,
+                    "chapter": p.chapter_title,
+                    "section": p.section_title,
+                    "p0": p.page_start,
+                    "p1": p.page_end,
+                    "hash": p.content_hash,
                 }
                 for p in parents
             ],
-        )  # fmt: skip
+        )
     if children:
         await conn.execute(
             text(
@@ -176,13 +193,20 @@ async def insert_document(
             ),
             [
                 {
-                    "id": c.id, "doc": doc.id, "parent": c.parent_id, "idx": c.chunk_index,
-                    "text": c.text, "chapter": c.chapter_title, "section": c.section_title,
-                    "page": c.page, "hash": c.content_hash, "emb": vector_literal(c.embedding),
+                    "id": c.id,
+                    "doc": doc.id,
+                    "parent": c.parent_id,
+                    "idx": c.chunk_index,
+                    "text": c.text,
+                    "chapter": c.chapter_title,
+                    "section": c.section_title,
+                    "page": c.page,
+                    "hash": c.content_hash,
+                    "emb": vector_literal(c.embedding),
                 }
                 for c in children
             ],
-        )  # fmt: skip
+        )
     await _refresh_keyword_stats(conn, doc.id)
 
 
@@ -207,10 +231,13 @@ async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) 
     )
 
 
-async def delete_document(conn: AsyncConnection, user_id: uuid.UUID, document_id: uuid.UUID) -> bool:
+async def delete_document(
+    conn: AsyncConnection, user_id: uuid.UUID, document_id: uuid.UUID
+) -> bool:
     """Delete one of the user's documents with every chunk, vector and keyword entry."""
     result = await conn.execute(
-        text("DELETE FROM documents WHERE id = :d AND user_id = :u"), {"d": document_id, "u": user_id}
+        text("DELETE FROM documents WHERE id = :d AND user_id = :u"),
+        {"d": document_id, "u": user_id},
     )
     return result.rowcount > 0
 
@@ -218,7 +245,9 @@ async def delete_document(conn: AsyncConnection, user_id: uuid.UUID, document_id
 async def list_documents(conn: AsyncConnection, user_id: uuid.UUID) -> list[DocumentRow]:
     """The user's own documents, newest first."""
     rows = await conn.execute(
-        text(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u ORDER BY d.created_at DESC"),
+        text(
+            f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.user_id = :u ORDER BY d.created_at DESC"
+        ),
         {"u": user_id},
     )
     return [_to_row(r) for r in rows]

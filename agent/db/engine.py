@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
+import sqlalchemy
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from agent.config import Settings
 from agent.db.server import DatabaseUrls
@@ -26,9 +29,7 @@ class EmbeddingMismatchError(RuntimeError):
 
 def create_engine(urls: DatabaseUrls, settings: Settings) -> AsyncEngine:
     """An async engine whose sessions let filtered HNSW scans return full result sets."""
-    options = (
-        f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search}"
-    )
+    options = f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search}"
     return create_async_engine(
         urls.sqlalchemy,
         pool_size=settings.db_pool_size,
@@ -37,18 +38,23 @@ def create_engine(urls: DatabaseUrls, settings: Settings) -> AsyncEngine:
     )
 
 
-def _alembic_upgrade(sync_conn) -> None:
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.attributes["connection"] = sync_conn
-    command.upgrade(cfg, "head")
+def migrate_sync(urls: DatabaseUrls) -> None:
+    """Bring the schema to the newest revision (blocking; safe from several processes)."""
+    engine = sqlalchemy.create_engine(urls.sqlalchemy, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            cfg = Config()
+            cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    finally:
+        engine.dispose()
 
 
-async def migrate(engine: AsyncEngine) -> None:
-    """Bring the schema to the newest revision (safe to call from several processes)."""
-    async with engine.begin() as conn:
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-        await conn.run_sync(_alembic_upgrade)
+async def migrate(urls: DatabaseUrls) -> None:
+    """:func:`migrate_sync` off the event loop (Alembic reads its scripts from disk)."""
+    await asyncio.to_thread(migrate_sync, urls)
 
 
 async def _index_exists(conn: AsyncConnection, name: str) -> bool:

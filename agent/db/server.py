@@ -59,7 +59,9 @@ def ensure_database(url: str, database: str) -> None:
     """Create ``database`` on the server at ``url`` if it does not exist yet."""
     admin = with_database(url, "postgres").libpq
     with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+        ).fetchone()
         if not exists:
             log.info("creating database %s", database)
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))

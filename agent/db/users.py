@@ -28,7 +28,9 @@ def hash_token(token: str) -> str:
 
 async def get_user_by_name(conn: AsyncConnection, name: str) -> User | None:
     """The user called ``name``, if any."""
-    row = (await conn.execute(text("SELECT id, name FROM users WHERE name = :n"), {"n": name})).first()
+    row = (
+        await conn.execute(text("SELECT id, name FROM users WHERE name = :n"), {"n": name})
+    ).first()
     return User(row.id, row.name) if row else None
 
 
@@ -61,10 +63,7 @@ async def issue_token(conn: AsyncConnection, user_id: uuid.UUID, label: str | No
     """Create a new API token for a user and return it; it cannot be shown again."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     await conn.execute(
-        text(
-            "INSERT INTO api_tokens (id, user_id, token_hash, label) "
-            "VALUES (:id, :u, :h, :l)"
-        ),
+        text("INSERT INTO api_tokens (id, user_id, token_hash, label) VALUES (:id, :u, :h, :l)"),
         {"id": uuid.uuid4(), "u": user_id, "h": hash_token(token), "l": label},
     )
     return token

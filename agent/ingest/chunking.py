@@ -90,8 +90,10 @@ def group_sentences(
         fresh += 1
     if buffer and fresh:
         tail = buffer[-fresh:]
-        if groups and _joined_len(buffer) < min_chars and (
-            _joined_len(groups[-1]) + _joined_len(tail) + 1 <= max_chars + min_chars // 2
+        if (
+            groups
+            and _joined_len(buffer) < min_chars
+            and (_joined_len(groups[-1]) + _joined_len(tail) + 1 <= max_chars + min_chars // 2)
         ):
             groups[-1] = groups[-1] + tail
         else:
@@ -133,7 +135,9 @@ def chunk_long_form(paragraphs: list[Paragraph], settings: Settings) -> list[Chu
     for group in _parent_groups(paragraphs, settings.parent_max_chars):
         sentences = _sentences(group, settings.child_max_chars)
         # a single huge paragraph becomes several parents
-        for part in group_sentences(sentences, settings.parent_min_chars, settings.parent_max_chars, 0):
+        for part in group_sentences(
+            sentences, settings.parent_min_chars, settings.parent_max_chars, 0
+        ):
             parent = _draft(part)
             parent.children = [
                 _draft(g)

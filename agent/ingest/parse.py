@@ -65,7 +65,9 @@ def file_type_for(filename: str) -> str:
     suffix = Path(filename).suffix.lower()
     if suffix not in SUPPORTED_TYPES:
         allowed = ", ".join(sorted(SUPPORTED_TYPES))
-        raise UnsupportedDocument(f"unsupported file type {suffix or '(none)'!r}; supported: {allowed}")
+        raise UnsupportedDocument(
+            f"unsupported file type {suffix or '(none)'!r}; supported: {allowed}"
+        )
     return SUPPORTED_TYPES[suffix]
 
 
@@ -91,7 +93,9 @@ def _decode(data: bytes, filename: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UnreadableDocument(f"{filename} is not valid UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise UnreadableDocument(
+            f"{filename} is not valid UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from exc
 
 
 def _unwrap(block: str) -> str:
@@ -107,7 +111,7 @@ def _blocks(text: str) -> list[str]:
 def _strip_gutenberg(text: str) -> str:
     start, end = _GUTENBERG_START.search(text), _GUTENBERG_END.search(text)
     if start:
-        text = text[start.end():]
+        text = text[start.end() :]
         end = _GUTENBERG_END.search(text)
     if end:
         text = text[: end.start()]
@@ -159,7 +163,9 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
             m = _MD_HEADING.match(line.strip())
             if m:
                 if body_lines:
-                    paragraphs.append(Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section))
+                    paragraphs.append(
+                        Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+                    )
                     body_lines = []
                 level, heading = len(m.group(1)), m.group(2).strip()
                 if level == 1:
@@ -171,7 +177,9 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
             else:
                 body_lines.append(line)
         if body_lines:
-            paragraphs.append(Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section))
+            paragraphs.append(
+                Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+            )
     return ParsedDocument(title=title, file_type="md", paragraphs=[p for p in paragraphs if p.text])
 
 

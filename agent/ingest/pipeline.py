@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from agent.db import chats, documents
 from agent.db.documents import NewChildChunk, NewDocument, NewParentChunk
 from agent.ingest.chunking import ChunkDraft, chunk_flat, chunk_long_form, is_long_form
-from agent.ingest.parse import ParsedDocument, parse_bytes
+from agent.ingest.parse import ParsedDocument, UnreadableDocument, parse_bytes
 from agent.services import Services
 
 Progress = Callable[[int, int], None]
@@ -55,7 +55,11 @@ def _plan_chunks(
     """Chunk the document and give every chunk a stable id derived from the document id."""
     settings = services.settings
     long_form = is_long_form(parsed.paragraphs, settings)
-    drafts = chunk_long_form(parsed.paragraphs, settings) if long_form else chunk_flat(parsed.paragraphs, settings)
+    drafts = (
+        chunk_long_form(parsed.paragraphs, settings)
+        if long_form
+        else chunk_flat(parsed.paragraphs, settings)
+    )
     parents: list[NewParentChunk] = []
     children: list[tuple[ChunkDraft, uuid.UUID, uuid.UUID | None]] = []
     if long_form:
@@ -63,11 +67,16 @@ def _plan_chunks(
             parent_id = uuid.uuid5(doc_id, f"parent:{p_index}")
             parents.append(
                 NewParentChunk(
-                    id=parent_id, chunk_index=p_index, text=parent.text,
-                    content_hash=_text_hash(parent.text), chapter_title=parent.chapter,
-                    section_title=parent.section, page_start=parent.page, page_end=parent.page_end,
+                    id=parent_id,
+                    chunk_index=p_index,
+                    text=parent.text,
+                    content_hash=_text_hash(parent.text),
+                    chapter_title=parent.chapter,
+                    section_title=parent.section,
+                    page_start=parent.page,
+                    page_end=parent.page_end,
                 )
-            )  # fmt: skip
+            )
             for child in parent.children:
                 children.append((child, uuid.uuid5(doc_id, f"child:{len(children)}"), parent_id))
     else:
@@ -76,12 +85,16 @@ def _plan_chunks(
     return ("BOOK" if long_form else "USER"), parents, children
 
 
-async def _embed(services: Services, texts: list[str], progress: Progress | None) -> list[list[float]]:
+async def _embed(
+    services: Services, texts: list[str], progress: Progress | None
+) -> list[list[float]]:
     embedder = services.embeddings.embedder
     size = max(1, services.settings.embed_batch_size)
     vectors: list[list[float]] = []
     for start in range(0, len(texts), size):
-        vectors.extend(await asyncio.to_thread(embedder.embed_documents, texts[start:start + size]))
+        vectors.extend(
+            await asyncio.to_thread(embedder.embed_documents, texts[start : start + size])
+        )
         if progress:
             progress(len(vectors), len(texts))
     return vectors
@@ -103,34 +116,57 @@ async def ingest_parsed(
     async with services.engine.connect() as conn:
         existing = await documents.find_by_hash(conn, user_id, digest)
     if existing:
-        return IngestResult(existing.id, existing.title, "duplicate", existing.chunk_count, 0,
-                            time.perf_counter() - started, source_uri)  # fmt: skip
+        return IngestResult(
+            existing.id,
+            existing.title,
+            "duplicate",
+            existing.chunk_count,
+            0,
+            time.perf_counter() - started,
+            source_uri,
+        )
 
     doc_id = uuid.uuid4()
     doc_type, parents, planned = _plan_chunks(doc_id, parsed, services)
     if not planned:
-        from agent.ingest.parse import UnreadableDocument
-
         raise UnreadableDocument(f"{filename or parsed.title} has no text to index")
     vectors = await _embed(services, [draft.text for draft, _, _ in planned], progress)
     children = [
         NewChildChunk(
-            id=cid, chunk_index=i, text=draft.text, content_hash=_text_hash(draft.text),
-            embedding=vec, parent_id=pid, chapter_title=draft.chapter,
-            section_title=draft.section, page=draft.page,
+            id=cid,
+            chunk_index=i,
+            text=draft.text,
+            content_hash=_text_hash(draft.text),
+            embedding=vec,
+            parent_id=pid,
+            chapter_title=draft.chapter,
+            section_title=draft.section,
+            page=draft.page,
         )
         for i, ((draft, cid, pid), vec) in enumerate(zip(planned, vectors, strict=True))
-    ]  # fmt: skip
+    ]
     new_doc = NewDocument(
-        id=doc_id, user_id=user_id, title=parsed.title, file_type=parsed.file_type,
-        doc_type=doc_type, content_hash=digest, embedding_model=services.embeddings.name,
-        char_count=len(parsed.text), corpus=corpus, author=parsed.author, source_uri=source_uri,
-        filename=filename, page_count=parsed.page_count, metadata=parsed.metadata,
-    )  # fmt: skip
+        id=doc_id,
+        user_id=user_id,
+        title=parsed.title,
+        file_type=parsed.file_type,
+        doc_type=doc_type,
+        content_hash=digest,
+        embedding_model=services.embeddings.name,
+        char_count=len(parsed.text),
+        corpus=corpus,
+        author=parsed.author,
+        source_uri=source_uri,
+        filename=filename,
+        page_count=parsed.page_count,
+        metadata=parsed.metadata,
+    )
     status: Literal["ingested", "replaced"] = "ingested"
     try:
         async with services.engine.begin() as conn:
-            previous = await documents.find_by_source(conn, user_id, source_uri) if source_uri else None
+            previous = (
+                await documents.find_by_source(conn, user_id, source_uri) if source_uri else None
+            )
             if previous is not None:
                 await documents.delete_document(conn, user_id, previous.id)
                 status = "replaced"
@@ -142,10 +178,24 @@ async def ingest_parsed(
             existing = await documents.find_by_hash(conn, user_id, digest)
         if existing is None:
             raise
-        return IngestResult(existing.id, existing.title, "duplicate", existing.chunk_count, 0,
-                            time.perf_counter() - started, source_uri)  # fmt: skip
-    return IngestResult(doc_id, parsed.title, status, len(children), len(parents),
-                        time.perf_counter() - started, source_uri)  # fmt: skip
+        return IngestResult(
+            existing.id,
+            existing.title,
+            "duplicate",
+            existing.chunk_count,
+            0,
+            time.perf_counter() - started,
+            source_uri,
+        )
+    return IngestResult(
+        doc_id,
+        parsed.title,
+        status,
+        len(children),
+        len(parents),
+        time.perf_counter() - started,
+        source_uri,
+    )
 
 
 async def ingest_file(
@@ -161,6 +211,12 @@ async def ingest_file(
     data = await asyncio.to_thread(path.read_bytes)
     parsed = await asyncio.to_thread(parse_bytes, data, path.name, title)
     return await ingest_parsed(
-        services, user_id, parsed, content_hash(data),
-        source_uri=str(path.resolve()), filename=path.name, corpus=corpus, progress=progress,
-    )  # fmt: skip
+        services,
+        user_id,
+        parsed,
+        content_hash(data),
+        source_uri=str(path.resolve()),
+        filename=path.name,
+        corpus=corpus,
+        progress=progress,
+    )

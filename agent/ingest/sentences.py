@@ -5,9 +5,74 @@ from __future__ import annotations
 import re
 
 ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc inc ltd co corp no nos fig figs vol vols ch chap pp p "
-    "e.g i.e cf al approx dept est gen gov col capt lt sgt rev hon jan feb mar apr jun jul aug "
-    "sep sept oct nov dec mt ft op ed eds eq ref refs sec viz u.s u.k a.m p.m ph.d".split()
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "vs",
+        "etc",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "no",
+        "nos",
+        "fig",
+        "figs",
+        "vol",
+        "vols",
+        "ch",
+        "chap",
+        "pp",
+        "p",
+        "e.g",
+        "i.e",
+        "cf",
+        "al",
+        "approx",
+        "dept",
+        "est",
+        "gen",
+        "gov",
+        "col",
+        "capt",
+        "lt",
+        "sgt",
+        "rev",
+        "hon",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "mt",
+        "ft",
+        "op",
+        "ed",
+        "eds",
+        "eq",
+        "ref",
+        "refs",
+        "sec",
+        "viz",
+        "u.s",
+        "u.k",
+        "a.m",
+        "p.m",
+        "ph.d",
+    ]
 )
 # end punctuation, optional closing quotes/brackets, then whitespace
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+")
@@ -36,10 +101,10 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _BOUNDARY.finditer(text):
         end = match.end()
-        following = text[end:end + 1]
+        following = text[end : end + 1]
         if following and following.islower():
             continue
-        if text[match.start()] == "." and _is_abbreviation(text[start:match.start() + 1]):
+        if text[match.start()] == "." and _is_abbreviation(text[start : match.start() + 1]):
             continue
         sentence = text[start:end].strip()
         if sentence:

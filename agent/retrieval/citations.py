@@ -17,9 +17,60 @@ from dataclasses import dataclass
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an and are as at be but by did do does for from had has have he her his i in is it its "
-    "me my not of on or she so that the their them they this to was we were what when where "
-    "which who will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "not",
+        "of",
+        "on",
+        "or",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -61,16 +112,14 @@ def _best_support(terms: set[str], chunks: Sequence[CitableChunk], vocab: dict) 
 
 def _with_citation(sentence: str, cid: str) -> str:
     stripped = sentence.rstrip()
-    trail = sentence[len(stripped):]
+    trail = sentence[len(stripped) :]
     end = len(stripped)
     while end and stripped[end - 1] in ".!?\"'”’)":
         end -= 1
     return f"{stripped[:end]} {cid}{stripped[end:]}{trail}"
 
 
-def guard_citations(
-    answer: str, chunks: Sequence[CitableChunk], min_support: int = 3
-) -> str:
+def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: int = 3) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
     1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context.
@@ -91,7 +140,8 @@ def guard_citations(
         return cleaned
     vocab = {c.citation_id: _terms(c.text) for c in chunks}
     out: list[str] = []
-    for sentence in re.split(r"(?<=[.!?])(?=\s)", cleaned):
+    # a citation right after the full stop still belongs to that sentence
+    for sentence in re.split(r"(?<=[.!?])(?=\s(?!\s*#chk_))", cleaned):
         terms = _terms(sentence)
         ids = cited_ids(sentence)
         if len(terms) < min_support:
@@ -109,9 +159,7 @@ def guard_citations(
     return "".join(out)
 
 
-def format_source(
-    title: str, chapter: str | None, section: str | None, page: int | None
-) -> str:
+def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:
     """``Title, Chapter, Section (p. N)`` with missing parts left out."""
     label = ", ".join(x for x in (title, chapter, section) if x)
     return f"{label} (p. {page})" if page is not None else label

@@ -14,6 +14,8 @@ class BuiltContext:
     text: str
     chunks: list[RetrievedChunk]
     chunk_map: dict[str, str]
+    bodies: dict[str, str]
+    """What the model saw under each citation id (the parent window or the child)."""
 
 
 def _window(parent: str, child: str, size: int) -> str:
@@ -31,12 +33,12 @@ def _window(parent: str, child: str, size: int) -> str:
     if end < len(parent):
         cut = parent.rfind(" ", at + len(child), end)
         end = cut if cut > 0 else end
-    return ("…" if start > 0 else "") + parent[start:end].strip() + ("…" if end < len(parent) else "")
+    return (
+        ("…" if start > 0 else "") + parent[start:end].strip() + ("…" if end < len(parent) else "")
+    )
 
 
-def build_context(
-    chunks: list[RetrievedChunk], max_chars: int, parent_chars: int
-) -> BuiltContext:
+def build_context(chunks: list[RetrievedChunk], max_chars: int, parent_chars: int) -> BuiltContext:
     """Label each chunk with its ``#chk_`` id and source; widen to parent text when it fits.
 
     A parent's text is used once (for its best-ranked child); later children of the same
@@ -45,6 +47,7 @@ def build_context(
     per_chunk = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
     used_parents: set = set()
     blocks: list[str] = []
+    bodies: dict[str, str] = {}
     included: list[RetrievedChunk] = []
     total = 0
     for chunk in chunks:
@@ -55,14 +58,17 @@ def build_context(
             used_parents.add(record.parent_id)
         block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
         if total + len(block) > max_chars:
-            block = f"{chunk.citation_id} [{chunk.source}]\n{record.text}"
+            body = record.text
+            block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
             if total + len(block) > max_chars and blocks:
                 break
         blocks.append(block)
+        bodies[chunk.citation_id] = body
         included.append(chunk)
         total += len(block) + 2
     return BuiltContext(
         text="\n\n".join(blocks),
         chunks=included,
         chunk_map={c.citation_id: str(c.record.id) for c in included},
+        bodies=bodies,
     )

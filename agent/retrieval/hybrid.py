@@ -6,9 +6,18 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from agent.db.chunks import ChunkRecord, dense_search, fetch_chunks, keyword_search
+import numpy as np
+
+from agent.db.chunks import (
+    ChunkRecord,
+    dense_search,
+    fetch_chunks,
+    fetch_embeddings,
+    keyword_search,
+)
 from agent.db.scope import SearchScope
 from agent.retrieval.citations import citation_id, format_source
+from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import weighted_rrf
 from agent.services import Services
 
@@ -60,32 +69,26 @@ async def hybrid_search(
     bm25 = {h.chunk_id: h.score for h in keyword}
     ranked = [
         RetrievedChunk(
-            record=records[cid], citation_id=citation_id(cid), score=score,
-            similarity=similarity.get(cid), keyword_score=bm25.get(cid),
+            record=records[cid],
+            citation_id=citation_id(cid),
+            score=score,
+            similarity=similarity.get(cid),
+            keyword_score=bm25.get(cid),
         )
         for cid, score in fused
         if cid in records
-    ]  # fmt: skip
-    return diversify_by_parent(ranked, k, settings.max_children_per_parent)
-
-
-def diversify_by_parent(
-    ranked: list[RetrievedChunk], k: int, per_parent: int
-) -> list[RetrievedChunk]:
-    """The best ``k`` chunks with at most ``per_parent`` children of any one parent.
-
-    Neighbouring children overlap and share their parent's context, so several of them
-    waste the context budget on one passage (the parent-document retriever's rule).
-    """
-    taken: dict = {}
-    picked: list[RetrievedChunk] = []
-    for chunk in ranked:
-        parent = chunk.record.parent_id
-        if parent is not None:
-            if taken.get(parent, 0) >= per_parent:
-                continue
-            taken[parent] = taken.get(parent, 0) + 1
-        picked.append(chunk)
-        if len(picked) == k:
-            break
-    return picked
+    ]
+    pool = limit_per_group(
+        ranked,
+        k * settings.mmr_pool_factor,
+        settings.max_children_per_parent,
+        lambda c: c.record.parent_id,
+    )
+    if settings.mmr_lambda >= 1 or len(pool) <= k:
+        return pool[:k]
+    async with services.engine.connect() as conn:
+        stored = await fetch_embeddings(conn, [c.record.id for c in pool])
+    pool = [c for c in pool if c.record.id in stored]
+    vectors = np.array([stored[c.record.id] for c in pool], dtype=np.float32)
+    order = mmr_order([c.score for c in pool], vectors, k, settings.mmr_lambda)
+    return [pool[i] for i in order]

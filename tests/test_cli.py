@@ -1,0 +1,71 @@
+"""The ``quire`` console script, run as a real subprocess against the test database."""
+
+import json
+import uuid
+
+from agent.retrieval.citations import cited_ids
+from tests.conftest import ALICE
+from tests.helpers import quire
+
+
+def test_users_add_prints_a_token_once():
+    name = f"cli-{uuid.uuid4().hex[:6]}"
+    created = quire("users", "add", name)
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    assert token.startswith("qk_") and len(token) > 30
+    again = quire("users", "add", name)
+    assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def test_ingest_then_ask_as_json(tmp_path):
+    user = f"reader-{uuid.uuid4().hex[:6]}"
+    first = quire("ingest", str(ALICE), "--user", user, "--json")
+    assert first.returncode == 0, first.stderr
+    [result] = json.loads(first.stdout)
+    assert result["status"] == "ingested" and result["chunks"] > 150
+    second = json.loads(quire("ingest", str(ALICE), "--user", user, "--json").stdout)
+    assert second[0]["status"] == "duplicate" and second[0]["document_id"] == result["document_id"]
+
+    asked = quire("ask", "Who is Dinah, Alice's cat?", "--user", user, "--json")
+    assert asked.returncode == 0, asked.stderr
+    answer = json.loads(asked.stdout)
+    assert set(answer) >= {"answer", "route", "citations", "sources", "model_used", "tokens_used"}
+    assert answer["route"] == "hybrid"
+    assert answer["citations"] and any("Dinah" in c["text"] for c in answer["citations"])
+    assert set(cited_ids(answer["answer"])) <= {c["id"] for c in answer["citations"]}
+    for c in answer["citations"]:
+        assert set(c) >= {"id", "chunk_id", "document", "chapter", "section", "page", "text"}
+
+    other = json.loads(
+        quire("ask", "Who is Dinah, Alice's cat?", "--user", f"bob-{user}", "--json").stdout
+    )
+    assert other["citations"] == [] and cited_ids(other["answer"]) == []
+
+
+def test_ingest_reports_bad_files_and_keeps_going(tmp_path):
+    bad = tmp_path / "picture.jpg"
+    bad.write_bytes(b"\xff\xd8\xff")
+    good = tmp_path / "note.txt"
+    good.write_text(
+        "Quire keeps good files even when a sibling fails. It says why the other failed."
+    )
+    run = quire(
+        "ingest", str(bad), str(good), str(tmp_path / "missing.txt"), "--user", "cli-bad", "--json"
+    )
+    assert run.returncode == 1
+    results = {r["path"].rsplit("/", 1)[-1]: r for r in json.loads(run.stdout)}
+    assert (
+        results["picture.jpg"]["status"] == "error"
+        and "unsupported" in results["picture.jpg"]["error"]
+    )
+    assert results["missing.txt"]["status"] == "error"
+    assert results["note.txt"]["status"] == "ingested"
+    assert "error:" in run.stderr
+
+
+def test_ask_streams_plain_text_with_sources(alice_reader):
+    user, _ = alice_reader
+    run = quire("ask", "What is your name?", "--user", user.name)
+    assert run.returncode == 0, run.stderr
+    assert "Quire" in run.stdout and "route: direct" in run.stdout

@@ -1,0 +1,92 @@
+"""``langgraph dev`` serves the ``chat`` graph and the mounted FastAPI app, offline."""
+
+import subprocess
+import time
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from agent.retrieval.citations import cited_ids
+from tests.helpers import BIN, ROOT, free_port, program_env
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            str(BIN / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=program_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"langgraph dev exited:\n{proc.stdout.read()}")
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("langgraph dev did not start in 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_mounted_app_health(server_url):
+    assert httpx.get(f"{server_url}/health").json()["status"] == "ok"
+
+
+async def test_chat_graph_runs_through_the_sdk(server_url, alice_reader):
+    user, _ = alice_reader
+    client = get_client(url=server_url)
+    assistants = await client.assistants.search(graph_id="chat")
+    assert assistants
+    thread = await client.threads.create()
+    result = await client.runs.wait(
+        thread["thread_id"],
+        "chat",
+        input={"messages": [{"role": "user", "content": "Who is Dinah?"}]},
+        context={"user": user.name},
+    )
+    assert result["route"] == "hybrid"
+    assert result["citations"] and any("Dinah" in c["text"] for c in result["citations"])
+    assert set(cited_ids(result["answer"])) <= {c["id"] for c in result["citations"]}
+    assert result["chat_id"] == thread["thread_id"]
+
+    streamed = []
+    async for part in client.runs.stream(
+        thread["thread_id"],
+        "chat",
+        input={"messages": [{"role": "user", "content": "What is your name?"}]},
+        context={"user": user.name},
+        stream_mode="values",
+    ):
+        if part.event == "values":
+            streamed.append(part.data)
+    assert streamed[-1]["route"] == "direct"
+    # the thread's checkpointed state holds both turns
+    state = await client.threads.get_state(thread["thread_id"])
+    assert len(state["values"]["messages"]) == 4
