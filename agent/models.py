@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from agent.config import Settings
+from agent.text import content_terms
 
 # Known output sizes of hosted embedding models (others are measured once with a probe).
 _EMBEDDING_DIMS = {
@@ -119,64 +120,7 @@ def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
 
 # --- an LLM-free answerer -------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9]+")
 _BLOCK = re.compile(r"^(#chk_[0-9a-f]{8})\b[^\n]*\n(.*?)(?=^#chk_[0-9a-f]{8}\b|\Z)", re.S | re.M)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "the",
-        "their",
-        "there",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "name",
-        "called",
-        "tell",
-        "about",
-    ]
-)
-
-
-def _terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 class ExtractiveChatModel(BaseChatModel):
@@ -196,11 +140,11 @@ class ExtractiveChatModel(BaseChatModel):
         prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
         prompt = prompt if isinstance(prompt, str) else str(prompt)
         question = prompt.rsplit("Question:", 1)[-1]
-        wanted = _terms(question)
+        wanted = content_terms(question)
         best: tuple[int, str, str] | None = None
         for cid, body in _BLOCK.findall(prompt):
             for sentence in re.split(r"(?<=[.!?])\s+", " ".join(body.split())):
-                score = len(wanted & _terms(sentence))
+                score = len(wanted & content_terms(sentence))
                 if sentence and (best is None or score > best[0]):
                     best = (score, sentence, cid)
         if best is None or best[0] == 0:

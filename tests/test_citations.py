@@ -61,3 +61,21 @@ def test_weighted_rrf_matches_formula():
 def test_guard_keeps_a_citation_after_the_full_stop_with_its_sentence():
     answer = "I wish I could show you our cat Dinah, such a dear quiet thing. #chk_11111111"
     assert guard_citations(answer, [CHESHIRE, DINAH]) == answer
+
+
+def test_mmr_prefers_a_diverse_second_pick_and_limit_per_group_caps_parents():
+    import numpy as np
+
+    from agent.retrieval.diversity import limit_per_group, mmr_order
+
+    vectors = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert mmr_order([1.0, 0.99, 0.9], vectors, 3, lambda_mult=0.5) == [0, 2, 1]
+    assert mmr_order([1.0, 0.99, 0.9], vectors, 3, lambda_mult=1.0) == [0, 1, 2]
+    items = [("a", 1), ("b", 1), ("c", 2), ("d", None), ("e", None)]
+    assert limit_per_group(items, 4, 1, lambda x: x[1]) == [
+        ("a", 1),
+        ("c", 2),
+        ("d", None),
+        ("e", None),
+    ]

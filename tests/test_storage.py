@@ -145,7 +145,8 @@ async def test_hybrid_results_carry_stable_citation_ids_and_both_scores(services
     for h in first:
         assert h.citation_id == citation_id(h.record.id)
     assert any(h.similarity is not None and h.keyword_score is not None for h in first)
-    assert first == sorted(first, key=lambda h: h.score, reverse=True)
+    # MMR keeps the most relevant first, then trades relevance for diversity
+    assert first[0].score == max(h.score for h in first)
     assert len({h.record.parent_id for h in first}) == len(first)  # one child per parent
     assert any("Mock Turtle" in h.record.text for h in first)
 

@@ -9,7 +9,7 @@ async def test_retriever_returns_cited_documents_for_the_user_only(
     user, _ = alice_reader
     docs = await QuireRetriever(user_id=user.id, k=3).ainvoke("the Mock Turtle")
     assert len(docs) == 3
-    assert all(d.metadata["citation_id"].startswith("#chk_") for d in docs)
+    assert all(d.metadata["id"].startswith("#chk_") for d in docs)
     assert any("Mock Turtle" in d.page_content for d in docs)
     stranger = await new_user("stranger")
     assert await QuireRetriever(user_id=stranger.id).ainvoke("the Mock Turtle") == []

@@ -20,7 +20,7 @@ def knowledge_search_tool(user_id: uuid.UUID, k: int = 5) -> BaseTool:
         if not docs:
             return "No passage in the user's documents matches this query."
         return "\n\n".join(
-            f"{d.metadata['citation_id']} [{d.metadata['source']}]\n{d.page_content}" for d in docs
+            f"{d.metadata['id']} [{d.metadata['source']}]\n{d.page_content}" for d in docs
         )
 
     return search_knowledge

@@ -40,6 +40,18 @@ class IngestResult:
     source: str | None = None
 
 
+def _duplicate(existing: documents.DocumentRow, started: float, source: str | None) -> IngestResult:
+    return IngestResult(
+        existing.id,
+        existing.title,
+        "duplicate",
+        existing.chunk_count,
+        0,
+        time.perf_counter() - started,
+        source,
+    )
+
+
 def content_hash(data: bytes) -> str:
     """The identity of a document's content."""
     return hashlib.sha256(data).hexdigest()
@@ -116,15 +128,7 @@ async def ingest_parsed(
     async with services.engine.connect() as conn:
         existing = await documents.find_by_hash(conn, user_id, digest)
     if existing:
-        return IngestResult(
-            existing.id,
-            existing.title,
-            "duplicate",
-            existing.chunk_count,
-            0,
-            time.perf_counter() - started,
-            source_uri,
-        )
+        return _duplicate(existing, started, source_uri)
 
     doc_id = uuid.uuid4()
     doc_type, parents, planned = _plan_chunks(doc_id, parsed, services)
@@ -178,15 +182,7 @@ async def ingest_parsed(
             existing = await documents.find_by_hash(conn, user_id, digest)
         if existing is None:
             raise
-        return IngestResult(
-            existing.id,
-            existing.title,
-            "duplicate",
-            existing.chunk_count,
-            0,
-            time.perf_counter() - started,
-            source_uri,
-        )
+        return _duplicate(existing, started, source_uri)
     return IngestResult(
         doc_id,
         parsed.title,

@@ -14,64 +14,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agent.text import content_terms
+
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "not",
-        "of",
-        "on",
-        "or",
-        "she",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
 
 
 def citation_id(chunk_id: uuid.UUID | str) -> str:
@@ -88,9 +33,7 @@ class CitableChunk:
 
 
 def _terms(text: str) -> set[str]:
-    """Content words, crudely singularised, for support overlap."""
-    words = (w for w in _WORD.findall(CITATION_RE.sub(" ", text).lower()) if w not in _STOP)
-    return {w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words if len(w) > 2}
+    return content_terms(CITATION_RE.sub(" ", text))
 
 
 def cited_ids(answer: str) -> list[str]:

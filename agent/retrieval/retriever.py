@@ -11,6 +11,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from agent.answering import chunk_payload
 from agent.db.scope import SearchScope
 from agent.retrieval.hybrid import RetrievedChunk, hybrid_search
 from agent.services import get_services
@@ -18,25 +19,10 @@ from agent.services import get_services
 
 def to_document(chunk: RetrievedChunk) -> Document:
     """A retrieved chunk as a LangChain ``Document`` (child text, citation in metadata)."""
-    r = chunk.record
-    return Document(
-        id=str(r.id),
-        page_content=r.text,
-        metadata={
-            "citation_id": chunk.citation_id,
-            "chunk_id": str(r.id),
-            "document_id": str(r.document_id),
-            "document": r.document_title,
-            "chapter": r.chapter_title,
-            "section": r.section_title,
-            "page": r.page,
-            "source": chunk.source,
-            "score": chunk.score,
-            "similarity": chunk.similarity,
-            "keyword_score": chunk.keyword_score,
-            "parent_text": r.parent_text,
-        },
-    )
+    metadata = chunk_payload(chunk)
+    del metadata["text"], metadata["context_text"]
+    metadata["parent_text"] = chunk.record.parent_text
+    return Document(id=metadata["chunk_id"], page_content=chunk.record.text, metadata=metadata)
 
 
 class QuireRetriever(BaseRetriever):

@@ -1,0 +1,73 @@
+"""Small text helpers shared by the citation guard and the extractive answerer."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9]+")
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "not",
+        "of",
+        "on",
+        "or",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def content_terms(text: str) -> set[str]:
+    """Lower-cased content words of 3+ letters, crudely singularised (``cats`` -> ``cat``)."""
+    words = (w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2)
+    return {w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words}
