@@ -69,3 +69,51 @@ def test_ask_streams_plain_text_with_sources(alice_reader):
     run = quire("ask", "What is your name?", "--user", user.name)
     assert run.returncode == 0, run.stderr
     assert "Quire" in run.stdout and "route: direct" in run.stdout
+
+
+def test_interactive_chat_streams_and_resumes_from_the_checkpointer(alice_reader):
+    import subprocess
+
+    from tests.helpers import BIN, ROOT, program_env
+
+    user, _ = alice_reader
+    chat_id = str(uuid.uuid4())
+
+    def session(lines: str) -> str:
+        run = subprocess.run(
+            [str(BIN / "quire"), "chat", "--user", user.name, "--chat", chat_id],
+            input=lines,
+            cwd=ROOT,
+            env=program_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    first = session("What is your name?\nWho is Dinah?\n/quit\n")
+    assert "Quire" in first and "route: direct" in first and "route: hybrid" in first
+    assert "#chk_" in first
+    second = session("hello\n")  # EOF ends the session
+    assert "route: direct" in second
+
+
+def test_database_url_points_quire_at_an_existing_server(services, alice_reader, tmp_path):
+    from agent.db.server import server_url, with_database
+
+    user, _ = alice_reader
+    url = with_database(server_url(services.settings), services.settings.database_name).libpq
+    # an empty data folder: everything must come from the server named by DATABASE_URL
+    asked = quire(
+        "ask",
+        "Who is Dinah?",
+        "--user",
+        user.name,
+        "--json",
+        DATABASE_URL=url,
+        QUIRE_HOME=str(tmp_path / "elsewhere"),
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["citations"]
+    assert not (tmp_path / "elsewhere" / "pgdata").exists()

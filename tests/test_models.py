@@ -1,0 +1,46 @@
+"""Model factories: hosted and OpenAI-compatible models are one setting away."""
+
+import pytest
+
+from agent.config import Settings
+from agent.models import chat_model, embedding_model, model_label
+
+
+def test_openai_compatible_chat_model_uses_openai_base_url(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    model = chat_model("openai:gpt-4o-mini", Settings(), 0.7)
+    assert type(model).__name__ == "ChatOpenAI"
+    assert model.model_name == "gpt-4o-mini" and model.temperature == 0.7
+    assert str(model.root_client.base_url).startswith("http://127.0.0.1:9")
+    assert model_label("openai:gpt-4o-mini") == "gpt-4o-mini"
+
+
+def test_openai_embeddings_record_their_dimension(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    emb = embedding_model("openai:text-embedding-3-small", Settings())
+    assert emb.name == "openai:text-embedding-3-small" and emb.dimension == 1536
+
+
+def test_unknown_embedding_provider_is_refused():
+    with pytest.raises(ValueError, match="QUIRE_EMBEDDING_MODEL"):
+        embedding_model("cohere:embed-v3", Settings())
+
+
+def test_local_embeddings_are_normalised_and_semantic():
+    import numpy as np
+
+    emb = embedding_model("local", Settings())
+    assert emb.dimension == 384
+    cat, dinah, croquet = (
+        np.array(v)
+        for v in emb.embedder.embed_documents(
+            ["Alice's cat", "Dinah was the cat.", "The Queen played croquet with flamingos."]
+        )
+    )
+    assert abs(np.linalg.norm(cat) - 1) < 1e-3
+    assert cat @ dinah > cat @ croquet
+    long_text = "word " * 400  # past the shipped tokenizer's 128-token cut
+    assert not np.allclose(
+        emb.embedder.embed_query(long_text), emb.embedder.embed_query("word " * 100)
+    )
