@@ -132,8 +132,10 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         document_ids=tuple(uuid.UUID(d) for d in ctx.document_ids) if ctx.document_ids else None,
         corpus=ctx.corpus,
     )
-    hits = await hybrid_search(services, scope, state["question"], ctx.top_k)
     spec = _model_spec(runtime, settings.chat_model)
+    hits = await hybrid_search(
+        services, scope, state["question"], ctx.top_k or settings.top_k(spec)
+    )
     built = build_context(hits, settings.context_budget(spec), settings.parent_context_chars)
     return {
         "context": built.text,

@@ -21,7 +21,10 @@ class Context:
         default=None,
         metadata={"description": "Override QUIRE_CHAT_MODEL, e.g. 'openai:gpt-4o-mini'."},
     )
-    top_k: int = field(default=5, metadata={"description": "Chunks to retrieve (seed: 5)."})
+    top_k: int | None = field(
+        default=None,
+        metadata={"description": "Chunks to retrieve (default: 5, or 2 for the local model)."},
+    )
     document_ids: list[str] | None = field(
         default=None, metadata={"description": "Only search these documents."}
     )
