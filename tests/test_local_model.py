@@ -28,10 +28,10 @@ async def test_local_model_answers_with_valid_citations(services, alice_reader):
     assert state["tokens_used"] > 100
 
 
-async def test_local_model_citations_stay_valid_on_a_hard_question(services, alice_reader):
-    # The 1.5B model often answers "the Cheshire Cat" here (its prior beats the context),
-    # so only what the pipeline guarantees is asserted: retrieval finds Dinah, and every
-    # id in the answer is a real, listed citation.
+async def test_local_model_is_not_misled_by_the_cheshire_cat(services, alice_reader):
+    # The 1.5B model's prior says "the Cheshire Cat"; with the Cheshire passages as
+    # distractors in a 4-passage context it answered so 2 times in 3. Two diverse passages
+    # (MMR, one child per parent) keep it on the text.
     user, _ = alice_reader
     state = await graph.ainvoke(
         {"messages": [HumanMessage("Who is Alice's cat?")]},
@@ -46,6 +46,8 @@ async def test_local_model_citations_stay_valid_on_a_hard_question(services, ali
     ids = cited_ids(state["answer"])
     assert set(ids) == {c["id"] for c in state["citations"]}
     assert set(ids) <= set(state["chunk_map"])
+    assert "Dinah" in state["answer"]
+    assert any("Dinah" in c["text"] for c in state["citations"])
 
 
 async def test_local_model_streams_small_talk(services):
