@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -284,10 +283,5 @@ def serve(
     uvicorn.run("api.app:app", host=host, port=port)
 
 
-def main() -> None:  # pragma: no cover - console entry
-    """Console entry point."""
-    app()
-
-
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    app()
