@@ -7,45 +7,27 @@ such as "CHAPTER I." detected), Markdown (``#`` headings as chapters and section
 
 from __future__ import annotations
 
-import io
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
+from agent.ingest.document import (
+    Paragraph,
+    ParsedDocument,
+    UnreadableDocument,
+    UnsupportedDocument,
+    blocks,
+    unwrap,
+)
+from agent.ingest.pdf import parse_pdf
 
-class UnsupportedDocument(ValueError):
-    """The file type is not one Quire can read."""
-
-
-class UnreadableDocument(ValueError):
-    """The file is empty, corrupt, encrypted or otherwise has no extractable text."""
-
-
-@dataclass
-class Paragraph:
-    """One paragraph of running text and where it sits in the document."""
-
-    text: str
-    page: int | None = None
-    chapter: str | None = None
-    section: str | None = None
-
-
-@dataclass
-class ParsedDocument:
-    """A document reduced to located paragraphs."""
-
-    title: str
-    file_type: str
-    paragraphs: list[Paragraph]
-    author: str | None = None
-    page_count: int | None = None
-    metadata: dict = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        """The whole text, paragraphs separated by blank lines."""
-        return "\n\n".join(p.text for p in self.paragraphs)
+__all__ = [
+    "ParsedDocument",
+    "Paragraph",
+    "UnreadableDocument",
+    "UnsupportedDocument",
+    "parse_bytes",
+]
 
 
 SUPPORTED_TYPES = {".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".pdf": "pdf"}
@@ -77,11 +59,7 @@ def parse_bytes(data: bytes, filename: str, title: str | None = None) -> ParsedD
     if not data.strip():
         raise UnreadableDocument(f"{filename} is empty")
     stem = Path(filename).stem.replace("_", " ").replace("-", " ").strip() or filename
-    if kind == "pdf":
-        doc = parse_pdf(data, stem)
-    else:
-        text = _decode(data, filename)
-        doc = parse_markdown(text, stem) if kind == "md" else parse_text(text, stem)
+    doc = PARSERS[kind](data, stem, filename)
     if not doc.paragraphs:
         raise UnreadableDocument(f"{filename} has no extractable text")
     if title:
@@ -96,16 +74,6 @@ def _decode(data: bytes, filename: str) -> str:
         raise UnreadableDocument(
             f"{filename} is not valid UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from exc
-
-
-def _unwrap(block: str) -> str:
-    """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks)."""
-    block = re.sub(r"(\w)-\n(\w)", r"\1\2", block)
-    return " ".join(line.strip() for line in block.splitlines() if line.strip())
-
-
-def _blocks(text: str) -> list[str]:
-    return [b for b in re.split(r"\n[ \t]*\n+", text.replace("\r\n", "\n")) if b.strip()]
 
 
 def _strip_gutenberg(text: str) -> str:
@@ -134,12 +102,12 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
     paragraphs: list[Paragraph] = []
     chapter: str | None = None
     title, author = default_title, None
-    for i, block in enumerate(_blocks(text)):
+    for i, block in enumerate(blocks(text)):
         heading = _chapter_heading(block)
         if heading:
             chapter = heading
             continue
-        body = _unwrap(block)
+        body = unwrap(block)
         if not body or _ILLUSTRATION.match(body):
             continue
         by = _BY_LINE.match(body)
@@ -156,7 +124,7 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
     paragraphs: list[Paragraph] = []
     chapter = section = None
     title = default_title
-    for block in _blocks(text):
+    for block in blocks(text):
         lines = block.strip().splitlines()
         body_lines: list[str] = []
         for line in lines:
@@ -164,7 +132,7 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
             if m:
                 if body_lines:
                     paragraphs.append(
-                        Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+                        Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
                     )
                     body_lines = []
                 level, heading = len(m.group(1)), m.group(2).strip()
@@ -178,38 +146,23 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
                 body_lines.append(line)
         if body_lines:
             paragraphs.append(
-                Paragraph(_unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+                Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
             )
     return ParsedDocument(title=title, file_type="md", paragraphs=[p for p in paragraphs if p.text])
 
 
-def parse_pdf(data: bytes, default_title: str) -> ParsedDocument:
-    """PDF: text per page with its 1-based page number; encrypted files need an empty password."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+def _text_parser(parse: Callable[[str, str], ParsedDocument]) -> Parser:
+    def run(data: bytes, title: str, filename: str) -> ParsedDocument:
+        return parse(_decode(data, filename), title)
 
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise UnreadableDocument("the PDF is encrypted with a password")
-        pages = list(reader.pages)
-    except UnreadableDocument:
-        raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise UnreadableDocument(f"the PDF could not be read: {exc}") from exc
-    paragraphs: list[Paragraph] = []
-    for number, page in enumerate(pages, start=1):
-        try:
-            text = page.extract_text() or ""
-        except Exception as exc:  # pypdf raises many types on damaged content streams
-            raise UnreadableDocument(f"page {number} of the PDF could not be read: {exc}") from exc
-        for block in _blocks(text):
-            body = _unwrap(block)
-            if body:
-                paragraphs.append(Paragraph(body, page=number))
-    meta = reader.metadata or {}
-    title = (meta.get("/Title") or "").strip() or default_title
-    author = (meta.get("/Author") or "").strip() or None
-    return ParsedDocument(
-        title=title, file_type="pdf", paragraphs=paragraphs, author=author, page_count=len(pages)
-    )
+    return run
+
+
+Parser = Callable[[bytes, str, str], ParsedDocument]
+"""``parser(data, default_title, filename)``: one per file type."""
+
+PARSERS: dict[str, Parser] = {
+    "txt": _text_parser(parse_text),
+    "md": _text_parser(parse_markdown),
+    "pdf": lambda data, title, _filename: parse_pdf(data, title),
+}

@@ -1,0 +1,52 @@
+"""The parsed form every source is reduced to, its errors, and shared text helpers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+class UnsupportedDocument(ValueError):
+    """The file type is not one Quire can read."""
+
+
+class UnreadableDocument(ValueError):
+    """The file is empty, corrupt, encrypted or otherwise has no extractable text."""
+
+
+@dataclass
+class Paragraph:
+    """One paragraph of running text and where it sits in the document."""
+
+    text: str
+    page: int | None = None
+    chapter: str | None = None
+    section: str | None = None
+
+
+@dataclass
+class ParsedDocument:
+    """A document reduced to located paragraphs."""
+
+    title: str
+    file_type: str
+    paragraphs: list[Paragraph]
+    author: str | None = None
+    page_count: int | None = None
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The whole text, paragraphs separated by blank lines."""
+        return "\n\n".join(p.text for p in self.paragraphs)
+
+
+def unwrap(block: str) -> str:
+    """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks)."""
+    block = re.sub(r"(\w)-\n(\w)", r"\1\2", block)
+    return " ".join(line.strip() for line in block.splitlines() if line.strip())
+
+
+def blocks(text: str) -> list[str]:
+    """Paragraph blocks separated by blank lines."""
+    return [b for b in re.split(r"\n[ \t]*\n+", text.replace("\r\n", "\n")) if b.strip()]
