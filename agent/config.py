@@ -90,6 +90,10 @@ class Settings(BaseSettings):
 
     # --- chunking (seed 002 part 2) -----------------------------------------------------
     long_form_min_chars: int = 8000
+    long_form_min_paragraphs: int = 5
+    faq_min_questions: int = 2
+    faq_many_questions: int = 3
+    faq_question_ratio: float = 0.10
     parent_min_chars: int = 2000
     parent_max_chars: int = 3500
     child_min_chars: int = 400
@@ -98,6 +102,7 @@ class Settings(BaseSettings):
     user_chunk_min_chars: int = 400
     user_chunk_max_chars: int = 800
     user_overlap_sentences: int = 1
+    sensitive_chunk_min_chars: int = 225
     sensitive_chunk_max_chars: int = 450
     faq_max_chars: int = 8000
     pii_density_sensitive: float = 0.015

@@ -3,7 +3,8 @@ import itertools
 import pytest
 
 from agent.config import Settings
-from agent.ingest.chunking import _wrap, chunk_flat, chunk_long_form, is_long_form
+from agent.ingest.chunking import _wrap, chunk_flat, chunk_long_form
+from agent.ingest.detect import detect_document_type
 from agent.ingest.parse import UnreadableDocument, UnsupportedDocument, parse_bytes
 from agent.ingest.sentences import split_sentences
 from tests.conftest import ALICE
@@ -36,7 +37,7 @@ def test_alice_is_long_form_with_chapters_and_sized_chunks():
     doc = parse_bytes(ALICE.read_bytes(), ALICE.name)
     assert doc.title == "Alice’s Adventures in Wonderland"
     assert doc.author == "Lewis Carroll"
-    assert is_long_form(doc.paragraphs, settings)
+    assert detect_document_type(doc.paragraphs, settings) == "BOOK"
     parents = chunk_long_form(doc.paragraphs, settings)
     chapters = {p.chapter for p in parents}
     assert "CHAPTER I. Down the Rabbit-Hole" in chapters
@@ -78,7 +79,7 @@ def test_short_text_gets_flat_overlapping_chunks():
     settings = Settings()
     text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(120))
     doc = parse_bytes(text.encode(), "notes.txt")
-    assert not is_long_form(doc.paragraphs, settings)
+    assert detect_document_type(doc.paragraphs, settings) == "USER"
     chunks = chunk_flat(doc.paragraphs, settings)
     assert len(chunks) > 3
     assert all(len(c.text) <= settings.user_chunk_max_chars for c in chunks)

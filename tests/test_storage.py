@@ -200,3 +200,41 @@ async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path,
         == 0
     )
     _ = uuid
+
+
+async def test_pii_never_reaches_the_database_or_the_embedder(
+    services, new_user, tmp_path, monkeypatch
+):
+    from tests.test_detect_sanitize import PII_HEAVY
+
+    seen: list[str] = []
+    embedder = services.embeddings.embedder
+    original = embedder.embed_documents
+
+    def spy(texts):
+        seen.extend(texts)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", spy)
+    user = await new_user("pii")
+    path = tmp_path / "contacts-john.smith@example.com.txt"
+    path.write_text(PII_HEAVY * 6)
+    result = await ingest_file(services, user.id, path)
+    assert seen and not any("@example.com" in t or "123-45-6789" in t for t in seen)
+    async with services.engine.connect() as conn:
+        doc = (
+            await conn.execute(
+                text("SELECT title, doc_type, sensitivity FROM documents WHERE id = :d"),
+                {"d": result.document_id},
+            )
+        ).one()
+        chunks = (
+            await conn.execute(
+                text("SELECT text, sensitivity, redacted FROM child_chunks WHERE document_id = :d"),
+                {"d": result.document_id},
+            )
+        ).all()
+    assert doc.doc_type == "SENSITIVE" and doc.sensitivity == "HIGH"
+    assert "@" not in doc.title
+    assert chunks and all("@example.com" not in c.text and "4111" not in c.text for c in chunks)
+    assert all(c.redacted and c.sensitivity == "HIGH" for c in chunks if "[REDACTED_" in c.text)

@@ -24,6 +24,8 @@ class NewParentChunk:
     section_title: str | None = None
     page_start: int | None = None
     page_end: int | None = None
+    sensitivity: str = "LOW"
+    redacted: bool = False
 
 
 @dataclass
@@ -39,6 +41,8 @@ class NewChildChunk:
     chapter_title: str | None = None
     section_title: str | None = None
     page: int | None = None
+    sensitivity: str = "LOW"
+    redacted: bool = False
 
 
 @dataclass
@@ -166,8 +170,8 @@ async def insert_document(
         await conn.execute(
             text(
                 "INSERT INTO parent_chunks (id, document_id, chunk_index, text, chapter_title, "
-                "section_title, page_start, page_end, content_hash) VALUES (:id, :doc, :idx, "
-                ":text, :chapter, :section, :p0, :p1, :hash)"
+                "section_title, page_start, page_end, content_hash, sensitivity, redacted) VALUES "
+                "(:id, :doc, :idx, :text, :chapter, :section, :p0, :p1, :hash, :sens, :red)"
             ),
             [
                 {
@@ -180,6 +184,8 @@ async def insert_document(
                     "p0": p.page_start,
                     "p1": p.page_end,
                     "hash": p.content_hash,
+                    "sens": p.sensitivity,
+                    "red": p.redacted,
                 }
                 for p in parents
             ],
@@ -188,8 +194,9 @@ async def insert_document(
         await conn.execute(
             text(
                 "INSERT INTO child_chunks (id, document_id, parent_id, chunk_index, text, "
-                "chapter_title, section_title, page, content_hash, embedding) VALUES (:id, :doc, "
-                ":parent, :idx, :text, :chapter, :section, :page, :hash, CAST(:emb AS vector))"
+                "chapter_title, section_title, page, content_hash, embedding, sensitivity, redacted) "
+                "VALUES (:id, :doc, :parent, :idx, :text, :chapter, :section, :page, :hash, "
+                "CAST(:emb AS vector), :sens, :red)"
             ),
             [
                 {
@@ -203,6 +210,8 @@ async def insert_document(
                     "page": c.page,
                     "hash": c.content_hash,
                     "emb": vector_literal(c.embedding),
+                    "sens": c.sensitivity,
+                    "red": c.redacted,
                 }
                 for c in children
             ],

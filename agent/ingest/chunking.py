@@ -3,16 +3,19 @@
 Long form (seed 002 2.4.2): paragraphs are grouped into parents of up to ``parent_max``
 characters (a new chapter always starts a new parent); each parent is cut into children of
 ``child_min``..``child_max`` characters with a 2-sentence overlap. Only children are embedded.
-Short documents get flat chunks (``user_chunk_*``) with a 1-sentence overlap.
+Short or unstructured documents get flat chunks (``user_chunk_*``) with a 1-sentence overlap,
+PII-heavy ones small chunks without overlap, FAQs one chunk per question and answer.
 Every chunk keeps the chapter, section and page of the text it starts with.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from agent.config import Settings
-from agent.ingest.parse import Paragraph
+from agent.ingest.detect import is_question
+from agent.ingest.document import Paragraph
 from agent.ingest.sentences import split_sentences
 
 
@@ -166,7 +169,64 @@ def chunk_flat(paragraphs: list[Paragraph], settings: Settings) -> list[ChunkDra
     ]
 
 
-def is_long_form(paragraphs: list[Paragraph], settings: Settings) -> bool:
-    """Long enough, and in enough paragraphs, to deserve parent/child chunking."""
-    length = sum(len(p.text) for p in paragraphs)
-    return length >= settings.long_form_min_chars and len(paragraphs) >= 5
+def chunk_sensitive(paragraphs: list[Paragraph], settings: Settings) -> list[ChunkDraft]:
+    """Small (~450 characters) chunks without overlap for PII-heavy text."""
+    sentences = _sentences(paragraphs, settings.sensitive_chunk_max_chars)
+    return [
+        _draft(g)
+        for g in group_sentences(
+            sentences, settings.sensitive_chunk_min_chars, settings.sensitive_chunk_max_chars, 0
+        )
+    ]
+
+
+_INLINE_QUESTION = re.compile(r"(?<=\s)(?=Q\s*\d*\s*[:.)]\s)")
+
+
+def chunk_faq(paragraphs: list[Paragraph], settings: Settings) -> list[ChunkDraft]:
+    """One chunk per question with its answer, never split (capped at ``faq_max_chars``).
+
+    A pair starts at a question paragraph and takes the paragraphs that follow until the
+    next question; text before the first question is its own chunk.
+    """
+    units: list[list[Paragraph]] = []
+    for p in paragraphs:
+        for piece in _INLINE_QUESTION.split(p.text):
+            piece = piece.strip()
+            if not piece:
+                continue
+            part = Paragraph(piece, p.page, p.chapter, p.section)
+            if not units or is_question(piece):
+                units.append([part])
+            else:
+                units[-1].append(part)
+    drafts = []
+    for unit in units:
+        text = "\n".join(p.text for p in unit)
+        if len(text) > settings.faq_max_chars:
+            cut = text.rfind(" ", 0, settings.faq_max_chars)
+            text = text[: cut if cut > 0 else settings.faq_max_chars]
+        pages = [p.page for p in unit if p.page is not None]
+        drafts.append(
+            ChunkDraft(
+                text=text,
+                chapter=unit[0].chapter,
+                section=unit[0].section,
+                page=pages[0] if pages else None,
+                page_end=pages[-1] if pages else None,
+            )
+        )
+    return drafts
+
+
+def chunk_document(
+    doc_type: str, paragraphs: list[Paragraph], settings: Settings
+) -> list[ChunkDraft]:
+    """Chunk by document type: BOOK gives parents with children, the others flat chunks."""
+    if doc_type == "BOOK":
+        return chunk_long_form(paragraphs, settings)
+    if doc_type == "FAQ":
+        return chunk_faq(paragraphs, settings)
+    if doc_type == "SENSITIVE":
+        return chunk_sensitive(paragraphs, settings)
+    return chunk_flat(paragraphs, settings)

@@ -17,10 +17,14 @@ from typing import Literal
 
 from sqlalchemy.exc import IntegrityError
 
+from agent.config import Settings
 from agent.db import chats, documents
 from agent.db.documents import NewChildChunk, NewDocument, NewParentChunk
-from agent.ingest.chunking import ChunkDraft, chunk_flat, chunk_long_form, is_long_form
+from agent.ingest.chunking import ChunkDraft, chunk_document
+from agent.ingest.detect import detect_document_type
+from agent.ingest.document import Paragraph
 from agent.ingest.parse import ParsedDocument, UnreadableDocument, parse_bytes
+from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
 from agent.services import Services
 
 Progress = Callable[[int, int], None]
@@ -61,40 +65,64 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _plan_chunks(
-    doc_id: uuid.UUID, parsed: ParsedDocument, services: Services
-) -> tuple[str, list[NewParentChunk], list[tuple[ChunkDraft, uuid.UUID, uuid.UUID | None]]]:
-    """Chunk the document and give every chunk a stable id derived from the document id."""
-    settings = services.settings
-    long_form = is_long_form(parsed.paragraphs, settings)
-    drafts = (
-        chunk_long_form(parsed.paragraphs, settings)
-        if long_form
-        else chunk_flat(parsed.paragraphs, settings)
-    )
+@dataclass(frozen=True)
+class ChunkPlan:
+    """A document's type, sensitivity and chunks, ready to embed and store."""
+
+    doc_type: str
+    sensitivity: Sensitivity
+    redactions: dict[str, int]
+    parents: list[NewParentChunk]
+    children: list[tuple[ChunkDraft, uuid.UUID, uuid.UUID | None]]
+
+
+def _chunk_sensitivity(text: str, document_level: Sensitivity) -> tuple[Sensitivity, bool]:
+    redacted = "[REDACTED_" in text
+    return ("HIGH" if redacted else ("MEDIUM" if document_level != "LOW" else "LOW")), redacted
+
+
+def plan_chunks(doc_id: uuid.UUID, parsed: ParsedDocument, settings: Settings) -> ChunkPlan:
+    """Detect the type, redact PII, chunk, and give every chunk an id derived from the document.
+
+    Detection sees the original text (PII density); everything after it sees only the
+    redacted text, so no PII reaches the embedder or the database.
+    """
+    doc_type = detect_document_type(parsed.paragraphs, settings)
+    density = pii_density(parsed.text)
+    redactions: dict[str, int] = {}
+    clean: list[Paragraph] = []
+    for p in parsed.paragraphs:
+        result = sanitize_text(p.text)
+        for kind, n in result.counts.items():
+            redactions[kind] = redactions.get(kind, 0) + n
+        clean.append(Paragraph(result.text, p.page, p.chapter, p.section))
+    level = sensitivity_level(bool(redactions), density, settings.pii_density_medium)
+    drafts = chunk_document(doc_type, clean, settings)
     parents: list[NewParentChunk] = []
     children: list[tuple[ChunkDraft, uuid.UUID, uuid.UUID | None]] = []
-    if long_form:
-        for p_index, parent in enumerate(drafts):
-            parent_id = uuid.uuid5(doc_id, f"parent:{p_index}")
-            parents.append(
-                NewParentChunk(
-                    id=parent_id,
-                    chunk_index=p_index,
-                    text=parent.text,
-                    content_hash=_text_hash(parent.text),
-                    chapter_title=parent.chapter,
-                    section_title=parent.section,
-                    page_start=parent.page,
-                    page_end=parent.page_end,
-                )
-            )
-            for child in parent.children:
-                children.append((child, uuid.uuid5(doc_id, f"child:{len(children)}"), parent_id))
-    else:
-        for draft in drafts:
+    for index, draft in enumerate(drafts):
+        if doc_type != "BOOK":
             children.append((draft, uuid.uuid5(doc_id, f"child:{len(children)}"), None))
-    return ("BOOK" if long_form else "USER"), parents, children
+            continue
+        parent_id = uuid.uuid5(doc_id, f"parent:{index}")
+        sensitivity, redacted = _chunk_sensitivity(draft.text, level)
+        parents.append(
+            NewParentChunk(
+                id=parent_id,
+                chunk_index=index,
+                text=draft.text,
+                content_hash=_text_hash(draft.text),
+                chapter_title=draft.chapter,
+                section_title=draft.section,
+                page_start=draft.page,
+                page_end=draft.page_end,
+                sensitivity=sensitivity,
+                redacted=redacted,
+            )
+        )
+        for child in draft.children:
+            children.append((child, uuid.uuid5(doc_id, f"child:{len(children)}"), parent_id))
+    return ChunkPlan(doc_type, level, redactions, parents, children)
 
 
 async def _embed(
@@ -131,7 +159,8 @@ async def ingest_parsed(
         return _duplicate(existing, started, source_uri)
 
     doc_id = uuid.uuid4()
-    doc_type, parents, planned = _plan_chunks(doc_id, parsed, services)
+    plan = await asyncio.to_thread(plan_chunks, doc_id, parsed, services.settings)
+    parents, planned = plan.parents, plan.children
     if not planned:
         raise UnreadableDocument(f"{filename or parsed.title} has no text to index")
     vectors = await _embed(services, [draft.text for draft, _, _ in planned], progress)
@@ -146,15 +175,18 @@ async def ingest_parsed(
             chapter_title=draft.chapter,
             section_title=draft.section,
             page=draft.page,
+            sensitivity=_chunk_sensitivity(draft.text, plan.sensitivity)[0],
+            redacted="[REDACTED_" in draft.text,
         )
         for i, ((draft, cid, pid), vec) in enumerate(zip(planned, vectors, strict=True))
     ]
     new_doc = NewDocument(
         id=doc_id,
         user_id=user_id,
-        title=parsed.title,
+        title=sanitize_text(parsed.title).text,
         file_type=parsed.file_type,
-        doc_type=doc_type,
+        doc_type=plan.doc_type,
+        sensitivity=plan.sensitivity,
         content_hash=digest,
         embedding_model=services.embeddings.name,
         char_count=len(parsed.text),
@@ -163,7 +195,7 @@ async def ingest_parsed(
         source_uri=source_uri,
         filename=filename,
         page_count=parsed.page_count,
-        metadata=parsed.metadata,
+        metadata={**parsed.metadata, "redactions": plan.redactions},
     )
     status: Literal["ingested", "replaced"] = "ingested"
     try:
