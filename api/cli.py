@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 app = typer.Typer(help="Quire: chat with your documents and books.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage users and their API tokens.", no_args_is_help=True)
@@ -83,22 +85,44 @@ def users_add(name: str) -> None:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files to ingest (.txt, .md, .pdf).")],
+    sources: Annotated[
+        list[str], typer.Argument(help="Files, folders (recursive), or - for standard input.")
+    ],
     user: UserOption = None,
     corpus: Annotated[
         str, typer.Option(help="Collection to file the documents under.")
     ] = "default",
-    title: Annotated[str | None, typer.Option(help="Title (single file only).")] = None,
+    title: Annotated[str | None, typer.Option(help="Title (single source only).")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Ingest files for a user, with a progress bar; identical content is skipped."""
+    """Ingest documents for a user, with a progress bar each; identical content is skipped."""
     from agent.accounts import resolve_user
     from agent.ingest.parse import UnreadableDocument, UnsupportedDocument
-    from agent.ingest.pipeline import ingest_file
+    from agent.ingest.pipeline import expand_paths, ingest_bytes, ingest_file
 
-    if title and len(paths) > 1:
-        err.print("[red]error:[/red] --title needs exactly one file")
+    if title and len(sources) > 1:
+        err.print("[red]error:[/red] --title needs exactly one source")
         raise typer.Exit(2)
+    stdin = sys.stdin.buffer.read() if "-" in sources else None
+    paths = expand_paths([Path(s) for s in sources if s != "-"])
+
+    async def one(services, owner, source, progress):
+        if source == "-":
+            name = title if title and Path(title).suffix else f"{title or 'stdin'}.txt"
+            return await ingest_bytes(
+                services,
+                owner.id,
+                stdin or b"",
+                name,
+                title=title,
+                corpus=corpus,
+                progress=progress,
+            )
+        if not source.is_file():
+            raise FileNotFoundError(f"{source}: no such file")
+        return await ingest_file(
+            services, owner.id, source, title=title, corpus=corpus, progress=progress
+        )
 
     async def work(services):
         owner = await resolve_user(services, user)
@@ -110,30 +134,26 @@ def ingest(
             TimeElapsedColumn(),
             console=err,
             disable=as_json,
-            transient=False,
         ) as bar:
-            for path in paths:
-                task = bar.add_task(path.name, total=None)
+            for source in (["-"] if stdin is not None else []) + paths:
+                label = "stdin" if source == "-" else source.name
+                task = bar.add_task(f"{label}: embedding", total=None)
 
                 def progress(done: int, total: int, task=task) -> None:
                     bar.update(task, completed=done, total=total)
 
                 try:
-                    if not path.is_file():
-                        raise FileNotFoundError(f"{path}: no such file")
-                    result = await ingest_file(
-                        services, owner.id, path, title=title, corpus=corpus, progress=progress
-                    )
+                    result = await one(services, owner, source, progress)
                 except (FileNotFoundError, UnsupportedDocument, UnreadableDocument) as exc:
                     failures += 1
-                    bar.update(task, description=f"[red]{path.name}: failed")
-                    err.print(f"[red]error:[/red] {path}: {exc}")
-                    results.append({"path": str(path), "status": "error", "error": str(exc)})
+                    bar.update(task, description=f"[red]{label}: failed")
+                    err.print(f"[red]error:[/red] {label}: {exc}")
+                    results.append({"path": str(source), "status": "error", "error": str(exc)})
                     continue
-                bar.update(task, description=f"{path.name}: {result.status}")
+                bar.update(task, description=f"{label}: {result.status}")
                 results.append(
                     {
-                        "path": str(path),
+                        "path": str(source),
                         "status": result.status,
                         "document_id": str(result.document_id),
                         "title": result.title,
@@ -154,6 +174,95 @@ def ingest(
 
     if _run(work):
         raise typer.Exit(1)
+
+
+docs_app = typer.Typer(help="List, show and delete your documents.", no_args_is_help=True)
+app.add_typer(docs_app, name="docs")
+
+
+def _document_json(doc) -> dict:
+    return {
+        "id": str(doc.id),
+        "title": doc.title,
+        "file_type": doc.file_type,
+        "doc_type": doc.doc_type,
+        "status": doc.status,
+        "summary_status": doc.summary_status,
+        "chunks": doc.chunk_count,
+        "pages": doc.page_count,
+        "source": doc.source_uri,
+        "created_at": doc.created_at.isoformat(),
+    }
+
+
+def _document_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        err.print(f"[red]error:[/red] {raw!r} is not a document id")
+        raise typer.Exit(2) from None
+
+
+@docs_app.command("list")
+def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
+    """Your documents, newest first, with ingestion and summary status."""
+    from agent.accounts import resolve_user
+    from agent.db.documents import list_documents
+
+    async def work(services):
+        owner = await resolve_user(services, user)
+        async with services.engine.connect() as conn:
+            return [_document_json(d) for d in await list_documents(conn, owner.id)]
+
+    docs = _run(work)
+    if as_json:
+        print(json.dumps(docs, indent=2))
+        return
+    table = Table("id", "title", "type", "chunks", "status", "summary")
+    for d in docs:
+        table.add_row(
+            d["id"], d["title"], d["doc_type"], str(d["chunks"]), d["status"], d["summary_status"]
+        )
+    out.print(table)
+
+
+@docs_app.command("show")
+def docs_show(document_id: str, user: UserOption = None) -> None:
+    """One document's details as JSON."""
+    from agent.accounts import resolve_user
+    from agent.db.documents import get_document
+
+    doc_id = _document_id(document_id)
+
+    async def work(services):
+        owner = await resolve_user(services, user)
+        async with services.engine.connect() as conn:
+            return await get_document(conn, owner.id, doc_id)
+
+    doc = _run(work)
+    if doc is None:
+        err.print(f"[red]error:[/red] no document {document_id} for this user")
+        raise typer.Exit(1)
+    print(json.dumps(_document_json(doc), indent=2))
+
+
+@docs_app.command("delete")
+def docs_delete(document_id: str, user: UserOption = None) -> None:
+    """Delete a document with every chunk, vector, keyword entry and summary."""
+    from agent.accounts import resolve_user
+    from agent.db.documents import delete_document
+
+    doc_id = _document_id(document_id)
+
+    async def work(services):
+        owner = await resolve_user(services, user)
+        async with services.engine.begin() as conn:
+            return await delete_document(conn, owner.id, doc_id)
+
+    if not _run(work):
+        err.print(f"[red]error:[/red] no document {document_id} for this user")
+        raise typer.Exit(1)
+    out.print(f"deleted {document_id}")
 
 
 def _answer_json(state: dict) -> dict:

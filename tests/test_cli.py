@@ -117,3 +117,42 @@ def test_database_url_points_quire_at_an_existing_server(services, alice_reader,
     assert asked.returncode == 0, asked.stderr
     assert json.loads(asked.stdout)["citations"]
     assert not (tmp_path / "elsewhere" / "pgdata").exists()
+
+
+def test_folders_stdin_and_docs_lifecycle(tmp_path, services):
+    import subprocess
+
+    from tests.helpers import BIN, ROOT, program_env
+
+    user = f"lib-{uuid.uuid4().hex[:6]}"
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "one.md").write_text("# One\n\nThe first note mentions walruses.")
+    (tmp_path / "a" / "b" / "two.txt").write_text("The second note mentions carpenters.")
+    (tmp_path / "a" / "b" / "skip.bin").write_bytes(b"\x00\x01")
+    folder = json.loads(quire("ingest", str(tmp_path / "a"), "--user", user, "--json").stdout)
+    assert sorted(r["title"] for r in folder) == ["One", "two"]
+
+    piped = subprocess.run(
+        [str(BIN / "quire"), "ingest", "-", "--title", "Pasted note", "--user", user, "--json"],
+        input="Pasted text about oysters and a beautiful soup.",
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)[0]["title"] == "Pasted note"
+
+    listed = json.loads(quire("docs", "list", "--user", user, "--json").stdout)
+    assert {d["title"] for d in listed} == {"One", "two", "Pasted note"}
+    target = next(d for d in listed if d["title"] == "Pasted note")
+    shown = json.loads(quire("docs", "show", target["id"], "--user", user).stdout)
+    assert shown["chunks"] == 1 and shown["status"] == "ready"
+    # another user can neither see nor delete it
+    assert quire("docs", "show", target["id"], "--user", "someone-else").returncode == 1
+    assert quire("docs", "delete", target["id"], "--user", "someone-else").returncode == 1
+    assert quire("docs", "delete", target["id"], "--user", user).returncode == 0
+    left = json.loads(quire("docs", "list", "--user", user, "--json").stdout)
+    assert {d["title"] for d in left} == {"One", "two"}
+    assert quire("docs", "show", "not-a-uuid", "--user", user).returncode == 2

@@ -251,6 +251,19 @@ async def delete_document(
     return result.rowcount > 0
 
 
+async def get_document(
+    conn: AsyncConnection, user_id: uuid.UUID, document_id: uuid.UUID
+) -> DocumentRow | None:
+    """One of the user's own documents."""
+    row = (
+        await conn.execute(
+            text(f"SELECT {_DOC_COLUMNS} FROM documents d WHERE d.id = :d AND d.user_id = :u"),
+            {"d": document_id, "u": user_id},
+        )
+    ).first()
+    return _to_row(row) if row else None
+
+
 async def list_documents(conn: AsyncConnection, user_id: uuid.UUID) -> list[DocumentRow]:
     """The user's own documents, newest first."""
     rows = await conn.execute(

@@ -23,7 +23,7 @@ from agent.db.documents import NewChildChunk, NewDocument, NewParentChunk
 from agent.ingest.chunking import ChunkDraft, chunk_document
 from agent.ingest.detect import detect_document_type
 from agent.ingest.document import Paragraph
-from agent.ingest.parse import ParsedDocument, UnreadableDocument, parse_bytes
+from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
 from agent.services import Services
 
@@ -226,6 +226,31 @@ async def ingest_parsed(
     )
 
 
+async def ingest_bytes(
+    services: Services,
+    user_id: uuid.UUID,
+    data: bytes,
+    filename: str,
+    *,
+    title: str | None = None,
+    corpus: str = "default",
+    source_uri: str | None = None,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Parse and store a file's bytes (uploads, stdin, fetched pages)."""
+    parsed = await asyncio.to_thread(parse_bytes, data, filename, title)
+    return await ingest_parsed(
+        services,
+        user_id,
+        parsed,
+        content_hash(data),
+        source_uri=source_uri,
+        filename=filename,
+        corpus=corpus,
+        progress=progress,
+    )
+
+
 async def ingest_file(
     services: Services,
     user_id: uuid.UUID,
@@ -235,16 +260,32 @@ async def ingest_file(
     corpus: str = "default",
     progress: Progress | None = None,
 ) -> IngestResult:
-    """Read, parse and store a file from disk."""
+    """Read, parse and store a file from disk (its absolute path is its source)."""
     data = await asyncio.to_thread(path.read_bytes)
-    parsed = await asyncio.to_thread(parse_bytes, data, path.name, title)
-    return await ingest_parsed(
+    return await ingest_bytes(
         services,
         user_id,
-        parsed,
-        content_hash(data),
-        source_uri=str(path.resolve()),
-        filename=path.name,
+        data,
+        path.name,
+        title=title,
         corpus=corpus,
+        source_uri=str(path.resolve()),
         progress=progress,
     )
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files named directly, plus every supported file below named folders (sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and p.suffix.lower() in SUPPORTED_TYPES
+                )
+            )
+        else:
+            found.append(path)
+    return found
