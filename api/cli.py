@@ -381,6 +381,53 @@ def chat(
     _run(work)
 
 
+bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("ingest")
+def bench_ingest_command(
+    files: Annotated[
+        list[Path] | None, typer.Argument(help="Files (default: P&P + textbook).")
+    ] = None,
+) -> None:
+    """Seconds per stage, chunks/s and pipeline/embedder throughput ratio (target >= 0.8)."""
+    from agent.benchmarks import bench_ingest, machine, write_results
+
+    async def work(services):
+        return await bench_ingest(services, files or None), services.settings.data_dir
+
+    figures, data_dir = _run(work)
+    table = Table(
+        "file",
+        "chunks",
+        "total s",
+        "parse",
+        "chunk",
+        "embed",
+        "store",
+        "chunks/s",
+        "raw embed s",
+        "ratio",
+    )
+    for f in figures:
+        table.add_row(
+            f.file,
+            str(f.chunks),
+            str(f.total_s),
+            str(f.parse_s),
+            str(f.chunk_s),
+            str(f.embed_s),
+            str(f.store_s),
+            str(f.chunks_per_s),
+            str(f.raw_embed_s),
+            str(f.throughput_ratio),
+        )
+    out.print(table)
+    out.print(f"machine: {machine()}")
+    out.print(f"written: {write_results('ingest', figures, data_dir / 'bench')}")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",

@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +42,8 @@ class IngestResult:
     parents: int
     seconds: float
     source: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage: parse, chunk (detect, redact, split), embed, store."""
 
 
 def _duplicate(existing: documents.DocumentRow, started: float, source: str | None) -> IngestResult:
@@ -159,11 +161,15 @@ async def ingest_parsed(
         return _duplicate(existing, started, source_uri)
 
     doc_id = uuid.uuid4()
+    timings: dict[str, float] = {}
+    mark = time.perf_counter()
     plan = await asyncio.to_thread(plan_chunks, doc_id, parsed, services.settings)
     parents, planned = plan.parents, plan.children
     if not planned:
         raise UnreadableDocument(f"{filename or parsed.title} has no text to index")
+    timings["chunk"], mark = time.perf_counter() - mark, time.perf_counter()
     vectors = await _embed(services, [draft.text for draft, _, _ in planned], progress)
+    timings["embed"], mark = time.perf_counter() - mark, time.perf_counter()
     children = [
         NewChildChunk(
             id=cid,
@@ -215,6 +221,7 @@ async def ingest_parsed(
         if existing is None:
             raise
         return _duplicate(existing, started, source_uri)
+    timings["store"] = time.perf_counter() - mark
     return IngestResult(
         doc_id,
         parsed.title,
@@ -223,6 +230,7 @@ async def ingest_parsed(
         len(parents),
         time.perf_counter() - started,
         source_uri,
+        timings,
     )
 
 
@@ -238,8 +246,10 @@ async def ingest_bytes(
     progress: Progress | None = None,
 ) -> IngestResult:
     """Parse and store a file's bytes (uploads, stdin, fetched pages)."""
+    mark = time.perf_counter()
     parsed = await asyncio.to_thread(parse_bytes, data, filename, title)
-    return await ingest_parsed(
+    parse_seconds = time.perf_counter() - mark
+    result = await ingest_parsed(
         services,
         user_id,
         parsed,
@@ -249,6 +259,8 @@ async def ingest_bytes(
         corpus=corpus,
         progress=progress,
     )
+    result.timings["parse"] = parse_seconds
+    return replace(result, seconds=result.seconds + parse_seconds)
 
 
 async def ingest_file(

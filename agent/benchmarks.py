@@ -1,0 +1,104 @@
+"""Benchmarks that print figures (``quire bench ...`` and ``bench/*.py``), never assertions."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sqlalchemy import text
+
+from agent.accounts import resolve_user
+from agent.ingest.pipeline import ingest_bytes
+from agent.services import Services
+
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+INGEST_FILES = [
+    SHARED_DATA / "books" / "pride-and-prejudice.txt",
+    SHARED_DATA / "docs" / "pdf-samples" / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf",
+]
+
+
+@dataclass
+class IngestFigures:
+    """One document's ingestion figures."""
+
+    file: str
+    chunks: int
+    parents: int
+    total_s: float
+    parse_s: float
+    chunk_s: float
+    embed_s: float
+    store_s: float
+    chunks_per_s: float
+    raw_embed_s: float
+    throughput_ratio: float
+    """Pipeline throughput / raw embedder throughput on the same chunks (target >= 0.8)."""
+
+
+async def bench_ingest(services: Services, files: list[Path] | None = None) -> list[IngestFigures]:
+    """Ingest each file as a fresh user, then re-embed its chunks raw for the ratio."""
+    figures: list[IngestFigures] = []
+    embedder = services.embeddings.embedder
+    for path in files or INGEST_FILES:
+        user = await resolve_user(services, f"bench-{uuid.uuid4().hex[:8]}")
+        data = path.read_bytes()
+        result = await ingest_bytes(services, user.id, data, path.name, source_uri=str(path))
+        async with services.engine.connect() as conn:
+            texts = list(
+                (
+                    await conn.execute(
+                        text(
+                            "SELECT text FROM child_chunks WHERE document_id = :d ORDER BY chunk_index"
+                        ),
+                        {"d": result.document_id},
+                    )
+                ).scalars()
+            )
+        start = time.perf_counter()
+        embedder.embed_documents(texts)
+        raw = time.perf_counter() - start
+        t = result.timings
+        figures.append(
+            IngestFigures(
+                file=path.name,
+                chunks=result.chunks,
+                parents=result.parents,
+                total_s=round(result.seconds, 2),
+                parse_s=round(t.get("parse", 0.0), 2),
+                chunk_s=round(t.get("chunk", 0.0), 2),
+                embed_s=round(t.get("embed", 0.0), 2),
+                store_s=round(t.get("store", 0.0), 2),
+                chunks_per_s=round(result.chunks / result.seconds, 1),
+                raw_embed_s=round(raw, 2),
+                throughput_ratio=round(raw / result.seconds, 3),
+            )
+        )
+        async with services.engine.begin() as conn:  # leave the store as it was
+            await conn.execute(text("DELETE FROM users WHERE id = :u"), {"u": user.id})
+    return figures
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    import os
+
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg(),
+    }
+
+
+def write_results(name: str, payload: object, folder: Path) -> Path:
+    """Store a benchmark's figures as JSON in ``folder`` and return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    rows = [asdict(p) for p in payload] if isinstance(payload, list) else payload
+    path.write_text(json.dumps({"machine": machine(), "results": rows}, indent=2))
+    return path
