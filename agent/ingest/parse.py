@@ -1,8 +1,9 @@
 """Turn uploaded bytes into paragraphs that know their page, chapter and section.
 
 Supported here: plain text (with Project Gutenberg framing stripped and chapter headings
-such as "CHAPTER I." detected), Markdown (``#`` headings as chapters and sections) and PDF
-(text per page, page numbers kept).
+such as "CHAPTER I." detected), Markdown (``#`` headings as chapters and sections), PDF
+(text per page, page numbers kept), Word DOCX and HTML (headings as chapters and sections) and
+PowerPoint PPTX (text per slide, the slide number as page).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from agent.ingest.document import (
     blocks,
     unwrap,
 )
+from agent.ingest.html import parse_html
+from agent.ingest.office import parse_docx, parse_pptx
 from agent.ingest.pdf import parse_pdf
 
 __all__ = [
@@ -30,7 +33,17 @@ __all__ = [
 ]
 
 
-SUPPORTED_TYPES = {".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".pdf": "pdf"}
+SUPPORTED_TYPES = {
+    ".txt": "txt",
+    ".text": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".html": "html",
+    ".htm": "html",
+}
 
 _GUTENBERG_START = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG.*$", re.M | re.I)
 _GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG.*$", re.M | re.I)
@@ -165,4 +178,7 @@ PARSERS: dict[str, Parser] = {
     "txt": _text_parser(parse_text),
     "md": _text_parser(parse_markdown),
     "pdf": lambda data, title, _filename: parse_pdf(data, title),
+    "docx": parse_docx,
+    "pptx": parse_pptx,
+    "html": parse_html,
 }
