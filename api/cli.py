@@ -86,7 +86,7 @@ def users_add(name: str) -> None:
 @app.command()
 def ingest(
     sources: Annotated[
-        list[str], typer.Argument(help="Files, folders (recursive), or - for standard input.")
+        list[str], typer.Argument(help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), or - for stdin.")
     ],
     user: UserOption = None,
     corpus: Annotated[
