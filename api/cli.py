@@ -86,7 +86,10 @@ def users_add(name: str) -> None:
 @app.command()
 def ingest(
     sources: Annotated[
-        list[str], typer.Argument(help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), or - for stdin.")
+        list[str],
+        typer.Argument(
+            help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), or - for stdin."
+        ),
     ],
     user: UserOption = None,
     corpus: Annotated[
@@ -203,16 +206,20 @@ def _document_id(raw: str) -> uuid.UUID:
         raise typer.Exit(2) from None
 
 
+def _no_such_document(document_id: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] no document {document_id} for this user")
+    return typer.Exit(1)
+
+
 @docs_app.command("list")
 def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
     """Your documents, newest first, with ingestion and summary status."""
     from agent.accounts import resolve_user
-    from agent.db.documents import list_documents
+    from agent.library import list_user_documents
 
     async def work(services):
         owner = await resolve_user(services, user)
-        async with services.engine.connect() as conn:
-            return [_document_json(d) for d in await list_documents(conn, owner.id)]
+        return [_document_json(d) for d in await list_user_documents(services, owner.id)]
 
     docs = _run(work)
     if as_json:
@@ -230,19 +237,16 @@ def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
 def docs_show(document_id: str, user: UserOption = None) -> None:
     """One document's details as JSON."""
     from agent.accounts import resolve_user
-    from agent.db.documents import get_document
+    from agent.library import get_user_document
 
     doc_id = _document_id(document_id)
 
     async def work(services):
-        owner = await resolve_user(services, user)
-        async with services.engine.connect() as conn:
-            return await get_document(conn, owner.id, doc_id)
+        return await get_user_document(services, (await resolve_user(services, user)).id, doc_id)
 
     doc = _run(work)
     if doc is None:
-        err.print(f"[red]error:[/red] no document {document_id} for this user")
-        raise typer.Exit(1)
+        raise _no_such_document(document_id)
     print(json.dumps(_document_json(doc), indent=2))
 
 
@@ -250,18 +254,15 @@ def docs_show(document_id: str, user: UserOption = None) -> None:
 def docs_delete(document_id: str, user: UserOption = None) -> None:
     """Delete a document with every chunk, vector, keyword entry and summary."""
     from agent.accounts import resolve_user
-    from agent.db.documents import delete_document
+    from agent.library import delete_user_document
 
     doc_id = _document_id(document_id)
 
     async def work(services):
-        owner = await resolve_user(services, user)
-        async with services.engine.begin() as conn:
-            return await delete_document(conn, owner.id, doc_id)
+        return await delete_user_document(services, (await resolve_user(services, user)).id, doc_id)
 
     if not _run(work):
-        err.print(f"[red]error:[/red] no document {document_id} for this user")
-        raise typer.Exit(1)
+        raise _no_such_document(document_id)
     out.print(f"deleted {document_id}")
 
 

@@ -31,10 +31,11 @@ def program_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def quire(*args: str, **env: str) -> subprocess.CompletedProcess:
-    """Run the installed ``quire`` console script."""
+def quire(*args: str, input: str | None = None, **env: str) -> subprocess.CompletedProcess:
+    """Run the installed ``quire`` console script (``input`` goes to its stdin)."""
     return subprocess.run(
         [str(BIN / "quire"), *args],
+        input=input,
         cwd=ROOT,
         env=program_env(**env),
         capture_output=True,

@@ -72,23 +72,12 @@ def test_ask_streams_plain_text_with_sources(alice_reader):
 
 
 def test_interactive_chat_streams_and_resumes_from_the_checkpointer(alice_reader):
-    import subprocess
-
-    from tests.helpers import BIN, ROOT, program_env
 
     user, _ = alice_reader
     chat_id = str(uuid.uuid4())
 
     def session(lines: str) -> str:
-        run = subprocess.run(
-            [str(BIN / "quire"), "chat", "--user", user.name, "--chat", chat_id],
-            input=lines,
-            cwd=ROOT,
-            env=program_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = quire("chat", "--user", user.name, "--chat", chat_id, input=lines)
         assert run.returncode == 0, run.stderr
         return run.stdout
 
@@ -120,9 +109,6 @@ def test_database_url_points_quire_at_an_existing_server(services, alice_reader,
 
 
 def test_folders_stdin_and_docs_lifecycle(tmp_path, services):
-    import subprocess
-
-    from tests.helpers import BIN, ROOT, program_env
 
     user = f"lib-{uuid.uuid4().hex[:6]}"
     (tmp_path / "a" / "b").mkdir(parents=True)
@@ -132,14 +118,15 @@ def test_folders_stdin_and_docs_lifecycle(tmp_path, services):
     folder = json.loads(quire("ingest", str(tmp_path / "a"), "--user", user, "--json").stdout)
     assert sorted(r["title"] for r in folder) == ["One", "two"]
 
-    piped = subprocess.run(
-        [str(BIN / "quire"), "ingest", "-", "--title", "Pasted note", "--user", user, "--json"],
+    piped = quire(
+        "ingest",
+        "-",
+        "--title",
+        "Pasted note",
+        "--user",
+        user,
+        "--json",
         input="Pasted text about oysters and a beautiful soup.",
-        cwd=ROOT,
-        env=program_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)[0]["title"] == "Pasted note"
