@@ -108,6 +108,18 @@ class Settings(BaseSettings):
     pii_density_sensitive: float = 0.015
     pii_density_medium: float = 0.005
 
+    # --- URL ingestion -----------------------------------------------------------------
+    allow_private_urls: bool = Field(
+        default=False,
+        description="Let URL ingestion reach loopback, private and other non-public addresses.",
+    )
+    url_max_bytes: int = Field(
+        default=20_000_000, description="Largest download (bytes) URL ingestion accepts."
+    )
+    url_timeout_seconds: float = Field(
+        default=15.0, description="Total time for one URL fetch, redirects included."
+    )
+
     # --- retrieval (seeds 000, 002, 004) -----------------------------------------------
     rrf_k: int = 60
     vector_weight: float = 0.5
@@ -144,6 +156,26 @@ class Settings(BaseSettings):
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
     citation_preview_chars: int = 200
+
+    # --- pre-computed summaries --------------------------------------------------------
+    summary_model: str | None = Field(
+        default=None,
+        description="Model that writes book summaries ('extractive' needs none); default: chat model.",
+    )
+    summary_max_tokens: int = 220
+    summaries_in_background: bool = Field(
+        default=True,
+        description="The API / LangGraph server summarizes new books in a background task.",
+    )
+    summary_chapter_input_chars: int = 6000
+    summary_global_input_chars: int = Field(
+        default=10_000, description="Cap on the chapter summaries a global summary reads."
+    )
+    summary_parents_per_part: int = Field(
+        default=8, description="Without chapters, this many sections make one part."
+    )
+    toc_max_chapters: int = 30
+    toc_max_topics: int = 50
 
     # --- routing -----------------------------------------------------------------------
     reasoning_keywords: list[str] = Field(default_factory=lambda: list(REASONING_KEYWORDS))

@@ -33,3 +33,47 @@ NOTHING_FOUND = (
     "I couldn't find anything about this in your documents. "
     "Try rephrasing the question, or upload a document that covers it."
 )
+
+# --- pre-computed summaries (written in the background after ingestion) ----------------------
+
+SECTION_SUMMARY_SYSTEM = """You summarize one passage of a longer document for a reader who has not seen it.
+Write 3 or 4 plain sentences that say who does what and what happens or is argued. Use only what the passage says.
+Then name 2 to 4 short topic labels (a few words each) for what the passage is about.
+Reply in exactly this form and nothing else:
+SUMMARY: <3 or 4 sentences>
+TOPICS: <label>, <label>, <label>"""
+
+SECTION_SUMMARY_USER = """Document: {title}
+Part: {heading}
+
+Passage:
+{text}"""
+
+CHAPTER_SUMMARY_SYSTEM = """You combine the summaries of consecutive passages into one summary of the whole chapter.
+Write 4 to 6 plain sentences that follow the chapter from beginning to end. Use only what the passage summaries say.
+Reply in exactly this form and nothing else:
+SUMMARY: <4 to 6 sentences>
+TOPICS: <label>, <label>, <label>"""
+
+CHAPTER_SUMMARY_USER = """Document: {title}
+Chapter: {chapter}
+
+Passage summaries, in order:
+{summaries}"""
+
+BOOK_SUMMARY_SYSTEM = """You write the executive summary of a whole book or long document from its chapter summaries.
+Write three short paragraphs: what the work is and what it sets out, its main themes or arguments with the key people or ideas, and how it ends or what it concludes.
+Use only what the chapter summaries say. Plain prose, no headings, no lists."""
+
+BOOK_SUMMARY_USER = """Title: {title}{author}
+
+Chapter summaries, in order:
+{summaries}"""
+
+# --- transcripts -----------------------------------------------------------------------------
+
+TRANSCRIPT_TAGS_SYSTEM = """You label transcripts with topic tags.
+Reply with 3 to 6 short topic tags for the transcript, lowercase, comma-separated, and nothing else."""
+
+TRANSCRIPT_TAGS_USER = """Transcript:
+{text}"""

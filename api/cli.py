@@ -83,12 +83,17 @@ def users_add(name: str) -> None:
     _run(work)
 
 
+def _is_url(source: str) -> bool:
+    return "://" in source and not Path(source).exists()
+
+
 @app.command()
 def ingest(
     sources: Annotated[
         list[str],
         typer.Argument(
-            help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), or - for stdin."
+            help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), http(s) URLs, "
+            "or - for stdin."
         ),
     ],
     user: UserOption = None,
@@ -96,39 +101,52 @@ def ingest(
         str, typer.Option(help="Collection to file the documents under.")
     ] = "default",
     title: Annotated[str | None, typer.Option(help="Title (single source only).")] = None,
+    summarize: Annotated[
+        bool,
+        typer.Option(
+            "--summarize", help="Also write book summaries now (else a server does it later)."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Ingest documents for a user, with a progress bar each; identical content is skipped."""
-    from agent.accounts import resolve_user
-    from agent.ingest.parse import UnreadableDocument, UnsupportedDocument
-    from agent.ingest.pipeline import expand_paths, ingest_bytes, ingest_file
+    """Ingest documents for a user through the ``ingest`` graph, with a progress bar per
+    document and stage; identical content is reported as a duplicate."""
+    import base64
+
+    from agent.ingest.pipeline import expand_paths
+    from graphs.ingest import IngestContext
+    from graphs.ingest import graph as ingest_graph
 
     if title and len(sources) > 1:
         err.print("[red]error:[/red] --title needs exactly one source")
         raise typer.Exit(2)
     stdin = sys.stdin.buffer.read() if "-" in sources else None
-    paths = expand_paths([Path(s) for s in sources if s != "-"])
-
-    async def one(services, owner, source, progress):
-        if source == "-":
-            name = title if title and Path(title).suffix else f"{title or 'stdin'}.txt"
-            return await ingest_bytes(
-                services,
-                owner.id,
-                stdin or b"",
-                name,
-                title=title,
-                corpus=corpus,
-                progress=progress,
-            )
-        if not source.is_file():
-            raise FileNotFoundError(f"{source}: no such file")
-        return await ingest_file(
-            services, owner.id, source, title=title, corpus=corpus, progress=progress
+    requests: list[tuple[str, dict]] = []
+    if stdin is not None:
+        name = title if title and Path(title).suffix else f"{title or 'stdin'}.txt"
+        requests.append(
+            ("stdin", {"content_base64": base64.b64encode(stdin).decode(), "filename": name})
         )
+    requests += [(s, {"url": s}) for s in sources if _is_url(s)]
+    local = [Path(s) for s in sources if s != "-" and not _is_url(s)]
+    requests += [(str(p), {"path": str(p)}) for p in expand_paths(local)]
+
+    async def one(owner_name: str, request: dict, show) -> dict:
+        request = {**request, "corpus": corpus, "summarize": summarize}
+        if title:
+            request["title"] = title
+        final: dict = {}
+        async for mode, chunk in ingest_graph.astream(
+            request, context=IngestContext(user=owner_name), stream_mode=["custom", "values"]
+        ):
+            if mode == "custom":
+                show(chunk["stage"], chunk["done"], chunk["total"])
+            else:
+                final = chunk
+        return final
 
     async def work(services):
-        owner = await resolve_user(services, user)
+        owner_name = user or services.settings.default_user
         results, failures = [], 0
         with Progress(
             TextColumn("{task.description}"),
@@ -138,33 +156,29 @@ def ingest(
             console=err,
             disable=as_json,
         ) as bar:
-            for source in (["-"] if stdin is not None else []) + paths:
-                label = "stdin" if source == "-" else source.name
-                task = bar.add_task(f"{label}: embedding", total=None)
+            for source, request in requests:
+                label = "stdin" if source == "stdin" else Path(source).name or source
+                task = bar.add_task(f"{label}: queued", total=None)
 
-                def progress(done: int, total: int, task=task) -> None:
-                    bar.update(task, completed=done, total=total)
+                def show(stage: str, done: int, total: int, task=task, label=label) -> None:
+                    bar.update(task, description=f"{label}: {stage}", completed=done, total=total)
 
-                try:
-                    result = await one(services, owner, source, progress)
-                except (FileNotFoundError, UnsupportedDocument, UnreadableDocument) as exc:
+                result = await one(owner_name, request, show)
+                if result.get("status") == "error":
                     failures += 1
                     bar.update(task, description=f"[red]{label}: failed")
-                    err.print(f"[red]error:[/red] {label}: {exc}")
-                    results.append({"path": str(source), "status": "error", "error": str(exc)})
+                    err.print(f"[red]error:[/red] {label}: {result['error']}")
+                    results.append(
+                        {
+                            "path": source,
+                            "status": "error",
+                            "error": result["error"],
+                            "error_code": result.get("error_code"),
+                        }
+                    )
                     continue
-                bar.update(task, description=f"{label}: {result.status}")
-                results.append(
-                    {
-                        "path": str(source),
-                        "status": result.status,
-                        "document_id": str(result.document_id),
-                        "title": result.title,
-                        "chunks": result.chunks,
-                        "parents": result.parents,
-                        "seconds": round(result.seconds, 2),
-                    }
-                )
+                bar.update(task, description=f"{label}: {result['status']}")
+                results.append({"path": source, **result})
         if as_json:
             print(json.dumps(results, indent=2))
         else:

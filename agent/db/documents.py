@@ -64,6 +64,9 @@ class NewDocument:
     sensitivity: str = "LOW"
     page_count: int | None = None
     metadata: dict = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    summary_status: str = "none"
+    """``pending`` for documents with parents (books, long documents), else ``none``."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class DocumentRow:
     content_hash: str
     status: str
     summary_status: str
+    summary_done: int
+    summary_total: int
     chunk_count: int
     page_count: int | None
     created_at: datetime
@@ -86,7 +91,7 @@ class DocumentRow:
 
 _DOC_COLUMNS = (
     "d.id, d.user_id, d.title, d.file_type, d.doc_type, d.source_uri, d.content_hash, d.status, "
-    "d.summary_status, d.keyword_chunks AS chunk_count, d.page_count, d.created_at"
+    "d.summary_status, d.summary_done, d.summary_total, d.keyword_chunks AS chunk_count, d.page_count, d.created_at"
 )
 
 
@@ -144,9 +149,10 @@ async def insert_document(
         text(
             "INSERT INTO documents (id, user_id, corpus, title, author, source_uri, filename, "
             "file_type, doc_type, sensitivity, content_hash, char_count, page_count, "
-            "embedding_model, metadata, status) VALUES (:id, :user_id, :corpus, :title, :author, "
-            ":source_uri, :filename, :file_type, :doc_type, :sensitivity, :content_hash, "
-            ":char_count, :page_count, :embedding_model, CAST(:metadata AS jsonb), 'ready')"
+            "embedding_model, metadata, tags, summary_status, summary_total, status) VALUES (:id, "
+            ":user_id, :corpus, :title, :author, :source_uri, :filename, :file_type, :doc_type, "
+            ":sensitivity, :content_hash, :char_count, :page_count, :embedding_model, "
+            "CAST(:metadata AS jsonb), :tags, :summary_status, :summary_total, 'ready')"
         ),
         {
             "id": doc.id,
@@ -164,6 +170,9 @@ async def insert_document(
             "page_count": doc.page_count,
             "embedding_model": doc.embedding_model,
             "metadata": json.dumps(doc.metadata),
+            "tags": list(doc.tags),
+            "summary_status": doc.summary_status,
+            "summary_total": len(parents),
         },
     )
     if parents:

@@ -10,12 +10,13 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.config import Settings
 from agent.db import chats, documents
@@ -26,9 +27,13 @@ from agent.ingest.document import Paragraph
 from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
 from agent.services import Services
+from agent.summary_worker import wake_summary_worker
 
-Progress = Callable[[int, int], None]
-"""Called as ``progress(chunks_embedded, chunks_total)``."""
+Progress = Callable[[str, int, int], None]
+"""Called as ``progress(stage, done, total)``; stages: parse, chunk, embed, store."""
+
+AlsoStore = Callable[[AsyncConnection, uuid.UUID], Awaitable[None]]
+"""Extra rows to write in the document's transaction (e.g. a transcript's parts)."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,7 @@ async def _embed(
             await asyncio.to_thread(embedder.embed_documents, texts[start : start + size])
         )
         if progress:
-            progress(len(vectors), len(texts))
+            progress("embed", len(vectors), len(texts))
     return vectors
 
 
@@ -151,9 +156,15 @@ async def ingest_parsed(
     source_uri: str | None = None,
     filename: str | None = None,
     corpus: str = "default",
+    tags: list[str] | None = None,
+    also_store: AlsoStore | None = None,
     progress: Progress | None = None,
 ) -> IngestResult:
-    """Store an already parsed document for ``user_id`` (see module docs for the rules)."""
+    """Store an already parsed document for ``user_id`` (see module docs for the rules).
+
+    Documents with sections (books, long documents) are stored with summaries ``pending``
+    and the server's background worker, if running, is told about them.
+    """
     started = time.perf_counter()
     async with services.engine.connect() as conn:
         existing = await documents.find_by_hash(conn, user_id, digest)
@@ -163,6 +174,8 @@ async def ingest_parsed(
     doc_id = uuid.uuid4()
     timings: dict[str, float] = {}
     mark = time.perf_counter()
+    if progress:
+        progress("chunk", 0, 1)
     plan = await asyncio.to_thread(plan_chunks, doc_id, parsed, services.settings)
     parents, planned = plan.parents, plan.children
     if not planned:
@@ -170,6 +183,8 @@ async def ingest_parsed(
     timings["chunk"], mark = time.perf_counter() - mark, time.perf_counter()
     vectors = await _embed(services, [draft.text for draft, _, _ in planned], progress)
     timings["embed"], mark = time.perf_counter() - mark, time.perf_counter()
+    if progress:
+        progress("store", 0, 1)
     children = [
         NewChildChunk(
             id=cid,
@@ -202,6 +217,8 @@ async def ingest_parsed(
         filename=filename,
         page_count=parsed.page_count,
         metadata={**parsed.metadata, "redactions": plan.redactions},
+        tags=list(tags or []),
+        summary_status="pending" if parents else "none",
     )
     status: Literal["ingested", "replaced"] = "ingested"
     try:
@@ -213,6 +230,8 @@ async def ingest_parsed(
                 await documents.delete_document(conn, user_id, previous.id)
                 status = "replaced"
             await documents.insert_document(conn, new_doc, parents, children)
+            if also_store:
+                await also_store(conn, doc_id)
             await chats.record_usage(conn, user_id, documents=1)
     except IntegrityError:
         # the same content was stored concurrently: report the winner
@@ -222,6 +241,10 @@ async def ingest_parsed(
             raise
         return _duplicate(existing, started, source_uri)
     timings["store"] = time.perf_counter() - mark
+    if progress:
+        progress("store", 1, 1)
+    if parents:
+        wake_summary_worker()
     return IngestResult(
         doc_id,
         parsed.title,
@@ -243,10 +266,13 @@ async def ingest_bytes(
     title: str | None = None,
     corpus: str = "default",
     source_uri: str | None = None,
+    tags: list[str] | None = None,
     progress: Progress | None = None,
 ) -> IngestResult:
     """Parse and store a file's bytes (uploads, stdin, fetched pages)."""
     mark = time.perf_counter()
+    if progress:
+        progress("parse", 0, 1)
     parsed = await asyncio.to_thread(parse_bytes, data, filename, title)
     parse_seconds = time.perf_counter() - mark
     result = await ingest_parsed(
@@ -257,6 +283,7 @@ async def ingest_bytes(
         source_uri=source_uri,
         filename=filename,
         corpus=corpus,
+        tags=tags,
         progress=progress,
     )
     result.timings["parse"] = parse_seconds
