@@ -205,6 +205,7 @@ def _document_json(doc) -> dict:
         "doc_type": doc.doc_type,
         "status": doc.status,
         "summary_status": doc.summary_status,
+        "summary_progress": f"{doc.summary_done}/{doc.summary_total}",
         "chunks": doc.chunk_count,
         "pages": doc.page_count,
         "source": doc.source_uri,
@@ -249,19 +250,25 @@ def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
 
 @docs_app.command("show")
 def docs_show(document_id: str, user: UserOption = None) -> None:
-    """One document's details as JSON."""
+    """One document's details, summaries and table of contents as JSON."""
     from agent.accounts import resolve_user
-    from agent.library import get_user_document
+    from agent.library import document_summaries, get_user_document
 
     doc_id = _document_id(document_id)
 
     async def work(services):
-        return await get_user_document(services, (await resolve_user(services, user)).id, doc_id)
+        owner = await resolve_user(services, user)
+        doc = await get_user_document(services, owner.id, doc_id)
+        if doc is None:
+            return None
+        details = _document_json(doc)
+        details["summaries"] = await document_summaries(services, owner.id, doc_id)
+        return details
 
-    doc = _run(work)
-    if doc is None:
+    details = _run(work)
+    if details is None:
         raise _no_such_document(document_id)
-    print(json.dumps(_document_json(doc), indent=2))
+    print(json.dumps(details, indent=2))
 
 
 @docs_app.command("delete")
@@ -278,6 +285,66 @@ def docs_delete(document_id: str, user: UserOption = None) -> None:
     if not _run(work):
         raise _no_such_document(document_id)
     out.print(f"deleted {document_id}")
+
+
+@app.command()
+def summarize(
+    document_id: str,
+    user: UserOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rewrite every summary, not only missing ones.")
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Model spec (default QUIRE_SUMMARY_MODEL or the chat model)."),
+    ] = None,
+) -> None:
+    """(Re)write a document's summaries: per section, per chapter, and for the whole book.
+
+    Resumable: an interrupted run continues where it stopped; summaries already written by
+    the same model are kept unless --force.
+    """
+    from agent.accounts import resolve_user
+    from agent.library import get_user_document
+    from agent.summaries import NothingToSummarize, SummaryBusy, summarize_document
+    from agent.summary_writers import summary_writer
+
+    doc_id = _document_id(document_id)
+
+    async def work(services):
+        owner = await resolve_user(services, user)
+        doc = await get_user_document(services, owner.id, doc_id)
+        if doc is None:
+            raise _no_such_document(document_id)
+        writer = await summary_writer(services.settings, model)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+        ) as bar:
+            task = bar.add_task(f"{doc.title}: summaries", total=None)
+
+            def progress(p) -> None:
+                bar.update(
+                    task, description=f"{doc.title}: {p.stage}", completed=p.done, total=p.total
+                )
+
+            try:
+                return await summarize_document(
+                    services, doc_id, writer=writer, force=force, progress=progress
+                )
+            except (SummaryBusy, NothingToSummarize) as exc:
+                err.print(f"[red]error:[/red] {exc}")
+                raise typer.Exit(1) from None
+
+    report = _run(work)
+    out.print(
+        f"summaries by {report.model}: wrote {report.sections_written}/{report.sections} sections, "
+        f"{report.chapters_written}/{report.chapters} chapters, "
+        f"book {'written' if report.book_written else 'kept'} in {report.seconds:.1f} s"
+    )
 
 
 def _answer_json(state: dict) -> dict:
