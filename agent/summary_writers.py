@@ -18,7 +18,7 @@ from agent import prompts
 from agent.config import Settings
 from agent.ingest.sentences import split_sentences
 from agent.models import achat_model, model_label
-from agent.text import content_terms
+from agent.text import content_words
 
 MAX_TOPICS = 4
 _TOPIC_CHARS = 40
@@ -130,8 +130,19 @@ def _lead(texts: list[str], sentences: int) -> str:
     return " ".join(picked)
 
 
+# Words too common in speech and narration to name a topic.
+_NOT_TOPICS = frozenset(
+    "about after again also back been before being call came come could down even every "
+    "going good into just know like made make much must need needs never okay only other "
+    "over really right said same says should some still such than then thing think those "
+    "through told very want well went while would yeah yes".split()
+)
+
+
 def _keywords(texts: list[str], limit: int = MAX_TOPICS) -> list[str]:
-    counts = Counter(t for text in texts for t in content_terms(text) if len(t) > 3)
+    counts = Counter(
+        w for text in texts for w in content_words(text) if len(w) > 3 and w not in _NOT_TOPICS
+    )
     return [term for term, _ in counts.most_common(limit)]
 
 

@@ -67,7 +67,12 @@ STOPWORDS = frozenset(
 )
 
 
-def content_terms(text: str) -> set[str]:
-    """Lower-cased content words of 3+ letters, crudely singularised (``cats`` -> ``cat``)."""
+def content_words(text: str) -> list[str]:
+    """Lower-cased content words of 3+ letters in order, crudely singularised (``cats`` -> ``cat``)."""
     words = (w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2)
-    return {w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words}
+    return [w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words]
+
+
+def content_terms(text: str) -> set[str]:
+    """The distinct :func:`content_words` of ``text``."""
+    return set(content_words(text))
