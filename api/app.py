@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import logging
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from agent import __version__
 
-app = FastAPI(title="Quire", version=__version__, description="Chat with your documents and books.")
+logger = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    """Start the background summary worker with the server; stop it on shutdown."""
+    from agent.services import get_services
+    from agent.summary_worker import start_summary_worker, stop_summary_worker
+
+    try:
+        start_summary_worker(await get_services())
+    except Exception:  # the API still serves; summaries wait for `quire summarize`
+        logger.exception("could not start the summary worker")
+    yield
+    await stop_summary_worker()
+
+
+app = FastAPI(
+    title="Quire",
+    version=__version__,
+    description="Chat with your documents and books.",
+    lifespan=lifespan,
+)
 
 
 @app.get("/health", tags=["system"])

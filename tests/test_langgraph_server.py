@@ -1,5 +1,6 @@
 """``langgraph dev`` serves the ``chat`` graph and the mounted FastAPI app, offline."""
 
+import asyncio
 import subprocess
 import time
 
@@ -90,3 +91,35 @@ async def test_chat_graph_runs_through_the_sdk(server_url, alice_reader):
     # the thread's checkpointed state holds both turns
     state = await client.threads.get_state(thread["thread_id"])
     assert len(state["values"]["messages"]) == 4
+
+
+async def test_ingest_graph_runs_in_the_background_and_summaries_follow(
+    server_url, services, tmp_path
+):
+    from sqlalchemy import text
+
+    from tests.test_summaries import book_text
+
+    book = tmp_path / "tale.txt"
+    book.write_text(book_text())
+    client = get_client(url=server_url)
+    thread = await client.threads.create()
+    run = await client.runs.create(
+        thread["thread_id"], "ingest", input={"path": str(book)}, context={"user": "server-ingest"}
+    )
+    result = await client.runs.join(thread["thread_id"], run["run_id"])
+    assert result["status"] == "ingested" and result["parents"] >= 3
+    # nobody asked for summaries: the server's background worker writes them
+    status = None
+    for _ in range(120):
+        async with services.engine.connect() as conn:
+            status = (
+                await conn.execute(
+                    text("SELECT summary_status FROM documents WHERE id = :d"),
+                    {"d": result["document_id"]},
+                )
+            ).scalar()
+        if status == "done":
+            break
+        await asyncio.sleep(0.5)
+    assert status == "done"
