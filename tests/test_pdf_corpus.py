@@ -10,7 +10,9 @@ import functools
 import io
 import json
 import random
+from concurrent.futures import ThreadPoolExecutor
 
+import pypdfium2
 import pytest
 from pypdf import PageObject, PdfReader, PdfWriter
 
@@ -164,36 +166,81 @@ def test_broken_outline_falls_back_to_no_chapters(monkeypatch):
     assert {p.chapter for p in doc.paragraphs} == {None}
 
 
-def test_pathological_page_is_skipped(monkeypatch):
-    extract = PageObject.extract_text
+def _break(monkeypatch, pages):
+    """Make both PDFium and pypdf fail on the 0-based ``pages``."""
+    pdfium_text, pypdf_text = pdf._pdfium_page_text, PageObject.extract_text
 
-    def deep(self, *args, **kwargs):
-        if self.page_number == 1:  # 0-based: the second page
+    def pdfium_fails(document, index):
+        if index in pages:
             raise RecursionError("maximum recursion depth exceeded")
-        return extract(self, *args, **kwargs)
+        return pdfium_text(document, index)
 
-    monkeypatch.setattr(PageObject, "extract_text", deep)
+    def pypdf_fails(self, *args, **kwargs):
+        if self.page_number in pages:
+            raise RecursionError("maximum recursion depth exceeded")
+        return pypdf_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(pdf, "_pdfium_page_text", pdfium_fails)
+    monkeypatch.setattr(PageObject, "extract_text", pypdf_fails)
+
+
+def test_pathological_page_is_skipped(monkeypatch):
+    _break(monkeypatch, {1})  # the second page
     doc = parse_bytes(FOUR_PAGES.read_bytes(), FOUR_PAGES.name)
     assert doc.page_count == 4
     assert {p.page for p in doc.paragraphs} == {1, 3, 4}
 
 
 def test_no_readable_page_is_unreadable(monkeypatch):
-    def broken(self, *args, **kwargs):
-        raise RecursionError("maximum recursion depth exceeded")
-
-    monkeypatch.setattr(PageObject, "extract_text", broken)
+    _break(monkeypatch, {0, 1, 2, 3})
     with pytest.raises(UnreadableDocument, match="recursion"):
         parse_bytes(FOUR_PAGES.read_bytes(), FOUR_PAGES.name)
 
 
+def test_pypdf_reads_a_page_pdfium_fails_on(monkeypatch):
+    pdfium_text = pdf._pdfium_page_text
+
+    def pdfium_fails(document, index):
+        if index == 1:
+            raise pypdfium2.PdfiumError("text page could not be loaded")
+        return pdfium_text(document, index)
+
+    monkeypatch.setattr(pdf, "_pdfium_page_text", pdfium_fails)
+    doc = parse_bytes(FOUR_PAGES.read_bytes(), FOUR_PAGES.name)
+    assert {p.page for p in doc.paragraphs} == {1, 2, 3, 4}
+
+
+def test_pypdf_extracts_what_pdfium_cannot_load(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise pypdfium2.PdfiumError("Failed to load document (PDFium: Data format error).")
+
+    monkeypatch.setattr(pypdfium2, "PdfDocument", refuse)
+    doc = parse_bytes(FOUR_PAGES.read_bytes(), FOUR_PAGES.name)
+    assert doc.page_count == 4 and {p.page for p in doc.paragraphs} == {1, 2, 3, 4}
+
+
 def test_max_pages_refuses_before_extracting(monkeypatch):
-    def never(self, *args, **kwargs):
+    def never(*args, **kwargs):
         raise AssertionError("text extracted despite the page limit")
 
     monkeypatch.setattr(PageObject, "extract_text", never)
+    monkeypatch.setattr(pdf, "_pdfium_page_text", never)
     with pytest.raises(UnreadableDocument, match="4 pages, more than the limit of 3"):
         pdf.parse_pdf(FOUR_PAGES.read_bytes(), "four", max_pages=3)
+
+
+def test_line_end_hyphens_are_joined():
+    doc = parse_bytes(FOUR_PAGES.read_bytes(), FOUR_PAGES.name)
+    assert "\ufffe" not in doc.text
+
+
+def test_parallel_parses_agree():
+    """PDFium is not thread-safe: parsing runs in worker threads, so pdf.py serialises it."""
+    data = TEXTBOOK.read_bytes()
+    expected = [p.text for p in pdf.parse_pdf(data, "t").paragraphs]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: pdf.parse_pdf(data, "t"), range(8)))
+    assert all([p.text for p in doc.paragraphs] == expected for doc in results)
 
 
 def test_module_limits_are_the_defaults(monkeypatch):
