@@ -144,6 +144,34 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 64
 
+    # --- retrieval pipeline (seed 002 steps 1-8, seed 001 metrics) ------------------------
+    query_expansion: bool = Field(
+        default=False, description="Rewrite the question into up to 3 more queries (LLM)."
+    )
+    intent_expansion: bool = Field(
+        default=True, description="Classify the intent first and rewrite per intent."
+    )
+    max_queries: int = 4
+    rerank_enabled: bool = Field(
+        default=False, description="LLM batch relevance scoring 0-10 (slow on the local model)."
+    )
+    rerank_candidates: int = 20
+    rerank_top_n: int = 5
+    time_decay_half_life_days: float | None = Field(
+        default=None, description="Favour recent documents: score * exp(-age/half-life)."
+    )
+    time_decay_floor: float = 0.5
+    tag_boost_factor: float = Field(
+        default=0.2,
+        description="Transcript chunks whose tags match the query: score * (1 + f*overlap).",
+    )
+    authority_tie_ratio: float = Field(
+        default=0.02, description="Scores this close count as ties: documents before transcripts."
+    )
+    retrieval_timeout_seconds: float = 3.5
+    search_cache_ttl_seconds: float = 900.0
+    search_cache_size: int = 1024
+
     # --- context building --------------------------------------------------------------
     parent_context_chars: int = 1600
     max_context_chars: int = 8000
@@ -156,6 +184,14 @@ class Settings(BaseSettings):
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
     citation_preview_chars: int = 200
+    dedupe_sentences: bool = True
+    sentence_overlap_ratio: float = Field(
+        default=0.8, description="Jaccard word overlap at which a context sentence is a repeat."
+    )
+    compress_context: bool = Field(
+        default=False, description="LLM keeps only the sentences a question needs ([Partial])."
+    )
+    snippet_chars: int = 400
 
     # --- pre-computed summaries --------------------------------------------------------
     summary_model: str | None = Field(

@@ -77,3 +77,38 @@ Reply with 3 to 6 short topic tags for the transcript, lowercase, comma-separate
 
 TRANSCRIPT_TAGS_USER = """Transcript:
 {text}"""
+
+# --- retrieval: query expansion, rerank, compression (seed 002) ------------------------------
+
+INTENT_SYSTEM = """Classify the user's search question by intent. Reply with exactly one word:
+factual (asks for a specific fact, name, number or definition),
+procedural (asks how to do something, steps),
+exploratory (asks about a broad topic, themes, overview),
+temporal (asks about when, order of events, changes over time)."""
+
+REWRITE_SYSTEM = {
+    "factual": "Rewrite the question as {n} short search queries that target the same fact with different words (synonyms, the likely answer's phrasing).",
+    "procedural": "Rewrite the question as {n} short search queries for the steps or instructions it asks about, using the words a how-to text would use.",
+    "exploratory": "Rewrite the question as {n} short search queries that cover different aspects of the topic it asks about.",
+    "temporal": "Rewrite the question as {n} short search queries that target the events, dates and sequence it asks about.",
+    "general": "Rewrite the question as {n} alternative short search queries with different wording.",
+}
+REWRITE_FORMAT = "\nReply with one query per line and nothing else."
+
+RERANK_SYSTEM = """You judge how well passages answer a question. For every numbered passage give a relevance score from 0 (unrelated) to 10 (answers it directly).
+Reply with one line per passage in the form <number>: <score> and nothing else."""
+
+RERANK_USER = """Question: {question}
+
+Passages:
+{passages}"""
+
+COMPRESS_SYSTEM = """You shorten a passage for answering a question. Copy, word for word, only the sentences needed to answer the question; drop the rest.
+If the passage only partly answers the question, start your reply with "[Partial]: ". If it contradicts itself or common statements about the question, start with "[Conflicting]: ".
+If nothing in it is relevant, reply with an empty line."""
+
+COMPRESS_USER = """Question: {question}
+Source: {source}
+
+Passage:
+{text}"""

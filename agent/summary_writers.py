@@ -132,10 +132,64 @@ def _lead(texts: list[str], sentences: int) -> str:
 
 # Words too common in speech and narration to name a topic.
 _NOT_TOPICS = frozenset(
-    "about after again also back been before being call came come could down even every "
-    "going good into just know like made make much must need needs never okay only other "
-    "over really right said same says should some still such than then thing think those "
-    "through told very want well went while would yeah yes".split()
+    [
+        "about",
+        "after",
+        "again",
+        "also",
+        "back",
+        "been",
+        "before",
+        "being",
+        "call",
+        "came",
+        "come",
+        "could",
+        "down",
+        "even",
+        "every",
+        "going",
+        "good",
+        "into",
+        "just",
+        "know",
+        "like",
+        "made",
+        "make",
+        "much",
+        "must",
+        "need",
+        "needs",
+        "never",
+        "okay",
+        "only",
+        "other",
+        "over",
+        "really",
+        "right",
+        "said",
+        "same",
+        "says",
+        "should",
+        "some",
+        "still",
+        "such",
+        "than",
+        "then",
+        "thing",
+        "think",
+        "those",
+        "through",
+        "told",
+        "very",
+        "want",
+        "well",
+        "went",
+        "while",
+        "would",
+        "yeah",
+        "yes",
+    ]
 )
 
 

@@ -44,6 +44,8 @@ class ChunkRecord:
     owner_id: uuid.UUID
     document_created_at: datetime
     parent_text: str | None
+    tags: list[str]
+    has_embedding: bool
 
 
 async def dense_search(
@@ -130,7 +132,7 @@ async def fetch_chunks(
             "SELECT c.id, c.document_id, c.parent_id, c.chunk_index, c.text, c.chapter_title, "
             "c.section_title, c.page, d.title AS document_title, d.author, d.file_type, "
             "d.doc_type, d.user_id AS owner_id, d.created_at AS document_created_at, "
-            "p.text AS parent_text "
+            "p.text AS parent_text, d.tags, c.embedding IS NOT NULL AS has_embedding "
             "FROM child_chunks c JOIN documents d ON d.id = c.document_id "
             "LEFT JOIN parent_chunks p ON p.id = c.parent_id "
             "WHERE c.id = ANY(:ids) AND c.document_id IN (SELECT id FROM visible)"
@@ -153,3 +155,37 @@ async def fetch_embeddings(
         {"ids": list(chunk_ids)},
     )
     return {r.id: r.v for r in rows}
+
+
+async def any_chunks(conn: AsyncConnection, scope: SearchScope, k: int) -> list[uuid.UUID]:
+    """Some visible chunks, embedded or not: newest documents first, in reading order
+    (the last fallback layer, when no search finds anything)."""
+    visible, params = scope.visible_documents_sql()
+    rows = await conn.execute(
+        text(
+            f"WITH visible AS ({visible}) "
+            "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.document_id IN (SELECT id FROM visible) "
+            "ORDER BY d.created_at DESC, c.chunk_index LIMIT :k"
+        ),
+        {**params, "k": k},
+    )
+    return [r.id for r in rows]
+
+
+async def library_fingerprint(conn: AsyncConnection, scope: SearchScope) -> str:
+    """A digest of exactly which documents (and versions) the scope sees right now.
+
+    Any ingest, replace, delete, share or revoke changes it, so cached results keyed on it
+    can never outlive the data they came from.
+    """
+    visible, params = scope.visible_documents_sql()
+    row = await conn.execute(
+        text(
+            f"WITH visible AS ({visible}) SELECT md5(coalesce(string_agg(d.id::text || ':' || "
+            "d.updated_at::text, ',' ORDER BY d.id), '')) FROM documents d "
+            "WHERE d.id IN (SELECT id FROM visible)"
+        ),
+        params,
+    )
+    return row.scalar_one()

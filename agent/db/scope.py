@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+TimeWindow = Literal["24h", "48h", "1w", "all"]
+_WINDOWS = {"24h": timedelta(hours=24), "48h": timedelta(hours=48), "1w": timedelta(weeks=1)}
+
+
+def window_start(window: TimeWindow | None, now: datetime | None = None) -> datetime | None:
+    """The earliest document creation time a time window admits (``None``: all time)."""
+    if window in (None, "all"):
+        return None
+    if window not in _WINDOWS:
+        raise ValueError(f"unknown time window {window!r}: use 24h, 48h, 1w or all")
+    return (now or datetime.now(UTC)) - _WINDOWS[window]
 
 
 @dataclass(frozen=True)
@@ -15,6 +29,8 @@ class SearchScope:
     corpus: str | None = None
     doc_types: tuple[str, ...] | None = None
     include_shared: bool = True
+    created_after: datetime | None = None
+    """Only documents created at or after this time (seed 002's hard time filter)."""
 
     def visible_documents_sql(self) -> tuple[str, dict]:
         """A SELECT of visible document ids (column ``id``) and its bind parameters."""
@@ -35,4 +51,7 @@ class SearchScope:
         if self.doc_types is not None:
             clauses.append("d.doc_type = ANY(:scope_types)")
             params["scope_types"] = list(self.doc_types)
+        if self.created_after is not None:
+            clauses.append("d.created_at >= :scope_after")
+            params["scope_after"] = self.created_after
         return "SELECT d.id FROM documents d WHERE " + " AND ".join(clauses), params

@@ -1,24 +1,14 @@
-"""Hybrid retrieval: pgvector dense + BM25 keyword, fused by weighted RRF, per user scope."""
+"""What retrieval returns (:class:`RetrievedChunk`), query normalization, and the plain
+hybrid ranking entry point (the full pipeline lives in :mod:`agent.retrieval.search`)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
-from agent.db.chunks import (
-    ChunkRecord,
-    dense_search,
-    fetch_chunks,
-    fetch_embeddings,
-    keyword_search,
-)
+from agent.db.chunks import ChunkRecord
 from agent.db.scope import SearchScope
-from agent.retrieval.citations import citation_id, format_source
-from agent.retrieval.diversity import limit_per_group, mmr_order
-from agent.retrieval.fusion import weighted_rrf
+from agent.retrieval.citations import format_source
 from agent.services import Services
 
 
@@ -49,46 +39,7 @@ def normalize_query(query: str) -> str:
 async def hybrid_search(
     services: Services, scope: SearchScope, query: str, k: int
 ) -> list[RetrievedChunk]:
-    """Top ``k`` visible chunks for ``query`` by weighted RRF of dense and BM25 rankings."""
-    settings = services.settings
-    query = normalize_query(query)
-    if not query:
-        return []
-    vector = await asyncio.to_thread(services.embeddings.embedder.embed_query, query)
-    n = max(settings.candidates_per_retriever, k)
-    async with services.engine.connect() as conn:
-        dense = await dense_search(conn, scope, vector, n)
-        keyword = await keyword_search(conn, scope, query, n, settings.bm25_k1, settings.bm25_b)
-        fused = weighted_rrf(
-            [[h.chunk_id for h in dense], [h.chunk_id for h in keyword]],
-            [settings.vector_weight, settings.keyword_weight],
-            settings.rrf_k,
-        )
-        records = await fetch_chunks(conn, scope, [cid for cid, _ in fused])
-    similarity = {h.chunk_id: h.score for h in dense}
-    bm25 = {h.chunk_id: h.score for h in keyword}
-    ranked = [
-        RetrievedChunk(
-            record=records[cid],
-            citation_id=citation_id(cid),
-            score=score,
-            similarity=similarity.get(cid),
-            keyword_score=bm25.get(cid),
-        )
-        for cid, score in fused
-        if cid in records
-    ]
-    pool = limit_per_group(
-        ranked,
-        k * settings.mmr_pool_factor,
-        settings.max_children_per_parent,
-        lambda c: c.record.parent_id,
-    )
-    if settings.mmr_lambda >= 1 or len(pool) <= k:
-        return pool[:k]
-    async with services.engine.connect() as conn:
-        stored = await fetch_embeddings(conn, [c.record.id for c in pool])
-    pool = [c for c in pool if c.record.id in stored]
-    vectors = np.array([stored[c.record.id] for c in pool], dtype=np.float32)
-    order = mmr_order([c.score for c in pool], vectors, k, settings.mmr_lambda)
-    return [pool[i] for i in order]
+    """Top ``k`` visible chunks for ``query``: the full pipeline, ranking only (no threshold)."""
+    from agent.retrieval.search import SearchOptions, search
+
+    return (await search(services, scope, query, SearchOptions(k=k))).chunks

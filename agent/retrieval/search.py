@@ -1,0 +1,472 @@
+"""The retrieval pipeline: every search in Quire goes through :func:`search`.
+
+    question -> normalize -> [expand: intent + rewrites, <= 4 queries]
+             -> per query: pgvector dense + BM25 keyword (concurrently, within the timeout)
+             -> weighted RRF across all lists -> time decay -> transcript tag boost
+             -> documents before transcripts on near-ties
+             -> threshold + fallback layers (seed 000) -> one child per parent -> MMR
+             -> [LLM rerank] -> top k
+
+Fallback layers, tried in order until one yields chunks: ``hybrid`` (fused ranking,
+similarity >= threshold), ``vector`` (dense ranking, same threshold: used when the keyword
+side failed), ``low_threshold`` (similarity >= 0.3), ``any_embedded`` (nearest chunks, no
+threshold), ``any_chunk`` (any visible chunk, embedded or not), else ``none``. Every chunk
+says which layer produced it, and so do the metrics kept with the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+from langchain_core.language_models import BaseChatModel
+
+from agent.db.chunks import (
+    ChunkRecord,
+    ScoredChunkId,
+    any_chunks,
+    dense_search,
+    fetch_chunks,
+    fetch_embeddings,
+    keyword_search,
+    library_fingerprint,
+)
+from agent.db.scope import SearchScope
+from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
+from agent.retrieval.citations import citation_id
+from agent.retrieval.diversity import limit_per_group, mmr_order
+from agent.retrieval.expansion import expand_query
+from agent.retrieval.fusion import weighted_rrf
+from agent.retrieval.hybrid import RetrievedChunk, normalize_query
+from agent.retrieval.rerank import llm_scores
+from agent.services import Services
+
+logger = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to search. ``threshold=None`` ranks only (no similarity floor, no fallbacks)."""
+
+    k: int = 5
+    mode: SearchMode = "hybrid"
+    threshold: float | None = None
+    expand: bool = False
+    rerank: bool = False
+    diversify: bool = True
+    query_type: str = "specific"
+    use_cache: bool = True
+
+
+@dataclass
+class RetrievalMetrics:
+    """What one retrieval did and how long each stage took (seed 001)."""
+
+    query_type: str
+    queries: list[str] = field(default_factory=list)
+    intent: str | None = None
+    layer: Layer = "none"
+    threshold: float | None = None
+    candidates: int = 0
+    results: int = 0
+    average_similarity: float | None = None
+    reranked: bool = False
+    cache_hit: bool = False
+    timed_out: bool = False
+    failures: list[str] = field(default_factory=list)
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    context_chars: int = 0
+
+    def as_dict(self) -> dict:
+        """JSON-ready form (stored with the assistant message)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The chunks found, the layer that found them, and the metrics."""
+
+    chunks: list[RetrievedChunk]
+    layer: Layer
+    metrics: RetrievalMetrics
+
+
+class _Clock:
+    """Stage timings and the remaining time budget."""
+
+    def __init__(self, budget: float, metrics: RetrievalMetrics) -> None:
+        self.started = time.perf_counter()
+        self.deadline = self.started + budget
+        self.metrics = metrics
+        self._mark = self.started
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.metrics.stages_ms[stage] = round(
+            self.metrics.stages_ms.get(stage, 0.0) + (now - self._mark) * 1000, 2
+        )
+        self._mark = now
+
+    def left(self) -> float:
+        return max(self.deadline - time.perf_counter(), 0.0)
+
+    def total(self) -> None:
+        self.metrics.stages_ms["total"] = round((time.perf_counter() - self.started) * 1000, 2)
+
+
+# --- cache --------------------------------------------------------------------------------
+
+_cache: OrderedDict[tuple, tuple[float, SearchResult]] = OrderedDict()
+
+
+def _cache_get(key: tuple) -> SearchResult | None:
+    hit = _cache.get(key)
+    if hit is None:
+        return None
+    expires, result = hit
+    if expires < time.monotonic():
+        _cache.pop(key, None)
+        return None
+    _cache.move_to_end(key)
+    return result
+
+
+def _cache_put(key: tuple, result: SearchResult, ttl: float, size: int) -> None:
+    _cache[key] = (time.monotonic() + ttl, result)
+    _cache.move_to_end(key)
+    while len(_cache) > size:
+        _cache.popitem(last=False)
+
+
+def clear_search_cache() -> None:
+    """Forget every cached search (tests, settings changes)."""
+    _cache.clear()
+
+
+# --- the pipeline -----------------------------------------------------------------------------
+
+
+async def search(
+    services: Services,
+    scope: SearchScope,
+    question: str,
+    options: SearchOptions | None = None,
+    *,
+    model: BaseChatModel | None = None,
+) -> SearchResult:
+    """Run the pipeline for ``question`` in ``scope``; ``model`` serves expansion and rerank."""
+    options = options or SearchOptions()
+    settings = services.settings
+    metrics = RetrievalMetrics(query_type=options.query_type, threshold=options.threshold)
+    clock = _Clock(settings.retrieval_timeout_seconds, metrics)
+    query = normalize_query(question)
+    if not query:
+        clock.total()
+        return SearchResult([], "none", metrics)
+
+    key = None
+    if options.use_cache and settings.search_cache_ttl_seconds > 0:
+        async with services.engine.connect() as conn:
+            fingerprint = await library_fingerprint(conn, scope)
+        key = (scope, query, options, fingerprint)
+        cached = _cache_get(key)
+        clock.lap("cache")
+        if cached is not None:
+            hit = replace(cached.metrics, cache_hit=True, stages_ms=dict(metrics.stages_ms))
+            clock.total()
+            hit.stages_ms["total"] = metrics.stages_ms["total"]
+            return SearchResult(cached.chunks, cached.layer, hit)
+
+    if (options.expand or options.rerank) and model is None:
+        from agent.models import achat_model
+
+        model = await achat_model(settings.chat_model, settings, 0.0)
+
+    queries = [query]
+    if options.expand and model is not None:
+        try:
+            expansion = await asyncio.wait_for(
+                expand_query(
+                    model,
+                    query,
+                    intent_aware=settings.intent_expansion,
+                    max_queries=settings.max_queries,
+                ),
+                timeout=clock.left(),
+            )
+            queries = [normalize_query(q) or q for q in expansion.queries]
+            metrics.intent = expansion.intent
+        except TimeoutError:
+            metrics.timed_out = True
+        except Exception as exc:  # expansion is an optimisation: search the question alone
+            metrics.failures.append(f"expand: {type(exc).__name__}")
+        clock.lap("expand")
+    metrics.queries = queries
+
+    vectors: list[np.ndarray] = []
+    if options.mode != "bm25":
+        raw = await asyncio.to_thread(
+            lambda: [services.embeddings.embedder.embed_query(q) for q in queries]
+        )
+        vectors = [_unit(v) for v in raw]
+        clock.lap("embed")
+
+    n = max(settings.candidates_per_retriever, options.k)
+    dense_lists, keyword_lists = await _retrieve(
+        services, scope, queries, vectors, n, options, clock
+    )
+    keyword_failed = options.mode == "hybrid" and len(keyword_lists) < len(queries)
+
+    lists: list[list[uuid.UUID]] = []
+    weights: list[float] = []
+    for ranking in dense_lists:
+        lists.append([h.chunk_id for h in ranking])
+        weights.append(settings.vector_weight if options.mode == "hybrid" else 1.0)
+    for ranking in keyword_lists:
+        lists.append([h.chunk_id for h in ranking])
+        weights.append(settings.keyword_weight if options.mode == "hybrid" else 1.0)
+    fused = weighted_rrf(lists, weights, settings.rrf_k)
+    clock.lap("fuse")
+
+    ids = [cid for cid, _ in fused]
+    async with services.engine.connect() as conn:
+        records = await fetch_chunks(conn, scope, ids)
+        stored = await fetch_embeddings(conn, ids) if vectors else {}
+    clock.lap("fetch")
+    similarity = _similarities(stored, vectors)
+    scored = _adjust(fused, records, query, settings)
+    metrics.candidates = len(scored)
+
+    layer, picked = _apply_layers(
+        scored, similarity, dense_lists, options, settings.threshold_fallback, keyword_failed
+    )
+    if layer == "any_chunk":
+        layer, picked, extra = await _last_resort(services, scope, keyword_lists, options.k)
+        records.update(extra)
+    clock.lap("layers")
+
+    want = max(options.k, settings.rerank_candidates if options.rerank else 0)
+    chunks = [
+        RetrievedChunk(
+            record=records[cid],
+            citation_id=citation_id(cid),
+            score=score,
+            similarity=similarity.get(cid),
+            keyword_score=None,
+            layer=layer,
+        )
+        for cid, score in picked
+    ]
+    chunks = _with_keyword_scores(chunks, keyword_lists)
+    chunks = _diversify(chunks, stored, want, settings) if options.diversify else chunks[:want]
+    clock.lap("diversify")
+
+    if options.rerank and model is not None and len(chunks) > 1 and clock.left() > 0:
+        try:
+            chunks = await asyncio.wait_for(_rerank(model, query, chunks, settings), clock.left())
+            metrics.reranked = True
+        except TimeoutError:
+            metrics.timed_out = True
+        except Exception as exc:
+            metrics.failures.append(f"rerank: {type(exc).__name__}")
+        clock.lap("rerank")
+
+    chunks = chunks[: options.k]
+    metrics.layer = layer
+    metrics.results = len(chunks)
+    sims = [c.similarity for c in chunks if c.similarity is not None]
+    metrics.average_similarity = round(float(np.mean(sims)), 4) if sims else None
+    clock.total()
+    result = SearchResult(chunks, layer, metrics)
+    if key is not None and not metrics.timed_out and not metrics.failures:
+        _cache_put(key, result, settings.search_cache_ttl_seconds, settings.search_cache_size)
+    return result
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+async def _retrieve(
+    services: Services,
+    scope: SearchScope,
+    queries: list[str],
+    vectors: list[np.ndarray],
+    n: int,
+    options: SearchOptions,
+    clock: _Clock,
+) -> tuple[list[list[ScoredChunkId]], list[list[ScoredChunkId]]]:
+    """Dense and keyword rankings per query, run concurrently; whatever is done by the
+    deadline is used (the rest is cancelled and the metrics say so)."""
+    settings = services.settings
+
+    async def dense(vector: np.ndarray) -> list[ScoredChunkId]:
+        async with services.engine.connect() as conn:
+            return await dense_search(conn, scope, vector.tolist(), n)
+
+    async def keyword(query: str) -> list[ScoredChunkId]:
+        async with services.engine.connect() as conn:
+            return await keyword_search(conn, scope, query, n, settings.bm25_k1, settings.bm25_b)
+
+    tasks: dict[asyncio.Task, str] = {}
+    if options.mode != "bm25":
+        for vector in vectors:
+            tasks[asyncio.ensure_future(dense(vector))] = "dense"
+    if options.mode != "dense":
+        for query in queries:
+            tasks[asyncio.ensure_future(keyword(query))] = "keyword"
+    done, pending = await asyncio.wait(tasks, timeout=max(clock.left(), 0.05))
+    for task in pending:
+        task.cancel()
+    if pending:
+        clock.metrics.timed_out = True
+        await asyncio.gather(*pending, return_exceptions=True)
+    out: dict[str, list[list[ScoredChunkId]]] = {"dense": [], "keyword": []}
+    for task, kind in tasks.items():
+        if task in done:
+            if task.exception() is not None:
+                clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
+                logger.warning("%s search failed: %s", kind, task.exception())
+            else:
+                out[kind].append(task.result())
+    clock.lap("retrieve")
+    return out["dense"], out["keyword"]
+
+
+def _similarities(
+    stored: dict[uuid.UUID, list[float]], vectors: list[np.ndarray]
+) -> dict[uuid.UUID, float]:
+    """Cosine similarity of each candidate to the closest of the queries."""
+    if not stored or not vectors:
+        return {}
+    ids = list(stored)
+    matrix = np.array([stored[i] for i in ids], dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    sims = (matrix @ np.stack(vectors).T).max(axis=1)
+    return {cid: float(s) for cid, s in zip(ids, sims, strict=True)}
+
+
+def _adjust(
+    fused: list[tuple[uuid.UUID, float]],
+    records: dict[uuid.UUID, ChunkRecord],
+    query: str,
+    settings,
+) -> list[tuple[uuid.UUID, float]]:
+    """Time decay and tag boost on fused scores, then documents before transcripts on ties."""
+    now = utcnow()
+    half_life = settings.time_decay_half_life_days
+    scored: list[tuple[uuid.UUID, float]] = []
+    for cid, score in fused:
+        record = records.get(cid)
+        if record is None:  # not visible (or deleted meanwhile)
+            continue
+        if half_life:
+            score *= time_decay(
+                record.document_created_at, half_life, settings.time_decay_floor, now
+            )
+        if record.file_type == "transcript" and record.tags:
+            score *= tag_boost(query, record.tags, settings.tag_boost_factor)
+        scored.append((cid, score))
+    return prefer_authoritative(
+        scored,
+        score=lambda item: item[1],
+        is_transcript=lambda item: records[item[0]].file_type == "transcript",
+        ratio=settings.authority_tie_ratio,
+    )
+
+
+def _apply_layers(
+    scored: list[tuple[uuid.UUID, float]],
+    similarity: dict[uuid.UUID, float],
+    dense_lists: list[list[ScoredChunkId]],
+    options: SearchOptions,
+    low_threshold: float,
+    keyword_failed: bool,
+) -> tuple[Layer, list[tuple[uuid.UUID, float]]]:
+    """The first fallback layer (seed 000) that yields chunks, with those chunks."""
+    first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
+    if options.threshold is None:
+        return (first if scored else "none"), scored
+    visible = {cid for cid, _ in scored}
+    by_similarity = sorted(
+        ((cid, similarity[cid]) for cid in visible if cid in similarity), key=lambda x: -x[1]
+    )
+    threshold = options.threshold
+    if options.mode == "bm25":  # similarity does not apply to keyword-only search
+        return ("keyword" if scored else "any_chunk"), scored
+    layers: list[tuple[Layer, list[tuple[uuid.UUID, float]]]] = []
+    if not keyword_failed:
+        layers.append((first, [(c, s) for c, s in scored if similarity.get(c, -1.0) >= threshold]))
+    layers.append(("vector", [(c, s) for c, s in by_similarity if s >= threshold]))
+    ranked = by_similarity if keyword_failed else scored
+    layers.append(
+        ("low_threshold", [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= low_threshold])
+    )
+    nearest = {h.chunk_id for ranking in dense_lists for h in ranking}
+    layers.append(("any_embedded", [(c, s) for c, s in by_similarity if c in nearest]))
+    for layer, chunks in layers:
+        if chunks:
+            return layer, chunks
+    return "any_chunk", []
+
+
+async def _last_resort(
+    services: Services, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
+) -> tuple[Layer, list[tuple[uuid.UUID, float]], dict[uuid.UUID, ChunkRecord]]:
+    """Layer 5: any visible chunk (keyword hits first, then reading order), or nothing."""
+    async with services.engine.connect() as conn:
+        ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
+        ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
+        records = await fetch_chunks(conn, scope, ids[:k])
+    picked = [(cid, 0.0) for cid in ids[:k] if cid in records]
+    return ("any_chunk" if picked else "none"), picked, records
+
+
+def _with_keyword_scores(
+    chunks: list[RetrievedChunk], keyword_lists: list[list[ScoredChunkId]]
+) -> list[RetrievedChunk]:
+    best: dict[uuid.UUID, float] = {}
+    for ranking in keyword_lists:
+        for hit in ranking:
+            best[hit.chunk_id] = max(best.get(hit.chunk_id, 0.0), hit.score)
+    return [replace(c, keyword_score=best.get(c.record.id)) for c in chunks]
+
+
+def _diversify(
+    chunks: list[RetrievedChunk], stored: dict[uuid.UUID, list[float]], k: int, settings
+) -> list[RetrievedChunk]:
+    """At most ``max_children_per_parent`` per parent, then MMR over the embedded pool."""
+    pool = limit_per_group(
+        chunks,
+        k * settings.mmr_pool_factor,
+        settings.max_children_per_parent,
+        lambda c: c.record.parent_id,
+    )
+    embedded = [c for c in pool if c.record.id in stored]
+    if settings.mmr_lambda >= 1 or len(embedded) <= k or len(embedded) < len(pool):
+        return pool[:k]
+    vectors = np.array([_unit(stored[c.record.id]) for c in embedded], dtype=np.float32)
+    order = mmr_order([c.score for c in embedded], vectors, k, settings.mmr_lambda)
+    return [embedded[i] for i in order]
+
+
+async def _rerank(
+    model: BaseChatModel, question: str, chunks: list[RetrievedChunk], settings
+) -> list[RetrievedChunk]:
+    """Reorder the first ``rerank_candidates`` by LLM score (ties keep their order)."""
+    head, tail = chunks[: settings.rerank_candidates], chunks[settings.rerank_candidates :]
+    scores = await llm_scores(model, question, [c.record.text for c in head])
+    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    return [head[i] for i in order] + tail
