@@ -23,6 +23,7 @@ class Answer:
     sources: list[str] = field(default_factory=list)
     chunk_map: dict[str, str] = field(default_factory=dict)
     retrieved_chunk_ids: list[str] = field(default_factory=list)
+    retrieval_metrics: dict | None = None
 
 
 def grounded_messages(name: str, question: str, context: str) -> list[BaseMessage]:

@@ -32,6 +32,7 @@ async def save_turn(
                     citations=answer.citations,
                     tokens_used=answer.tokens_used,
                     model_used=answer.model_used,
+                    retrieval_metrics=answer.retrieval_metrics,
                 ),
             ],
         )

@@ -29,8 +29,8 @@ from agent.answering import (
 from agent.chat_log import open_chat, save_turn
 from agent.db.scope import SearchScope
 from agent.models import achat_model, model_label
-from agent.retrieval.context import build_context
-from agent.retrieval.hybrid import hybrid_search
+from agent.retrieval.knowledge import knowledge_search
+from agent.retrieval.search import SearchOptions
 from agent.router import classify_route
 from agent.services import get_services
 from graphs.context import Context
@@ -91,6 +91,7 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
         "route": classify_route(question),
         "retrieved": [],
         "context": "",
+        "retrieval": {},
     }
 
 
@@ -133,11 +134,27 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         corpus=ctx.corpus,
     )
     spec = _model_spec(runtime, settings.chat_model)
-    hits = await hybrid_search(
-        services, scope, state["question"], ctx.top_k or settings.top_k(spec)
+    options = SearchOptions(
+        k=ctx.top_k or settings.top_k(spec),
+        threshold=settings.threshold_specific,
+        query_type="specific",
+        expand=settings.query_expansion,
+        rerank=settings.rerank_enabled,
     )
-    built = build_context(hits, settings.context_budget(spec), settings.parent_context_chars)
+    model = None
+    if options.expand or options.rerank or settings.compress_context:
+        model = await achat_model(spec, settings, 0.0)
+    found = await knowledge_search(
+        services,
+        scope,
+        state["question"],
+        options,
+        max_chars=settings.context_budget(spec),
+        model=model,
+    )
+    built = found.context
     return {
+        "retrieval": found.result.metrics.as_dict(),
         "context": built.text,
         "retrieved": [
             chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
@@ -181,6 +198,7 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
         sources=state.get("sources", []),
         chunk_map=state.get("chunk_map", {}),
         retrieved_chunk_ids=[c["chunk_id"] for c in state.get("retrieved", [])],
+        retrieval_metrics=state.get("retrieval"),
     )
     await save_turn(
         services,

@@ -30,6 +30,8 @@ class ChatState(InputState, total=False):
     sources: list[str]
     model_used: str
     tokens_used: int
+    retrieval: dict
+    """The retrieval's metrics: stage timings, queries, layer, results, context length."""
 
 
 class OutputState(TypedDict, total=False):
@@ -44,3 +46,4 @@ class OutputState(TypedDict, total=False):
     model_used: str
     tokens_used: int
     chat_id: str
+    retrieval: dict

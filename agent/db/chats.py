@@ -28,6 +28,7 @@ class NewMessage:
     citations: list[dict] = field(default_factory=list)
     tokens_used: int | None = None
     model_used: str | None = None
+    retrieval_metrics: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,10 @@ async def add_messages(
         await conn.execute(
             text(
                 "INSERT INTO chat_messages (id, chat_id, user_id, role, content, route, "
-                "retrieved_chunk_ids, sources, chunk_map, citations, tokens_used, model_used) "
-                "VALUES (:id, :chat, :u, :role, :content, :route, :chunks, :sources, "
-                "CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), :tokens, :model)"
+                "retrieved_chunk_ids, sources, chunk_map, citations, tokens_used, model_used, "
+                "retrieval_metrics) VALUES (:id, :chat, :u, :role, :content, :route, :chunks, "
+                ":sources, CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), :tokens, :model, "
+                "CAST(:metrics AS jsonb))"
             ),
             {
                 "id": message_id,
@@ -91,6 +93,7 @@ async def add_messages(
                 "citations": json.dumps(m.citations) if m.role == "assistant" else None,
                 "tokens": m.tokens_used,
                 "model": m.model_used,
+                "metrics": json.dumps(m.retrieval_metrics) if m.retrieval_metrics else None,
             },
         )
     await conn.execute(text("UPDATE chats SET updated_at = now() WHERE id = :c"), {"c": chat_id})

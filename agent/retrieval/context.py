@@ -1,10 +1,29 @@
-"""Context building: citation-labelled blocks, parent text once per parent, within a budget."""
+"""Context building (seed 002 section 1.3): hits in, labelled prompt blocks out.
+
+For each chunk in rank order:
+
+* the first time its parent appears, the parent's text truncated at word boundaries to
+  ``parent_chars`` (the window around the child, so the child's paragraph stays in it) is
+  added once, as broader context for that parent's children;
+* the child's own paragraph follows as the reference paragraph (optionally compressed by an
+  LLM beforehand, marked ``[Partial]`` / ``[Conflicting]``);
+* sentences that repeat an earlier sentence (Jaccard word overlap >= ``overlap``) are dropped,
+  so the child's paragraph already quoted inside its parent's window costs nothing twice.
+
+Every block is labelled with its chunk's ``#chk_`` id and source; blocks stop at
+``max_chars``. ``chunk_map`` maps citation ids to chunk ids; ``sources`` are deduplicated.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
+from agent.ingest.sentences import split_sentences
+from agent.retrieval.citations import unique
 from agent.retrieval.hybrid import RetrievedChunk
+
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -15,16 +34,27 @@ class BuiltContext:
     chunks: list[RetrievedChunk]
     chunk_map: dict[str, str]
     bodies: dict[str, str]
-    """What the model saw under each citation id (the parent window or the child)."""
+    """What the model saw under each citation id (parent window and/or paragraph)."""
+    sources: list[str] = field(default_factory=list)
+    dropped_sentences: int = 0
 
 
-def _window(parent: str, child: str, size: int) -> str:
-    """About ``size`` characters of ``parent`` centred on ``child``, cut at word boundaries."""
+def truncate_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary (with an ellipsis)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
+def parent_window(parent: str, child: str, size: int) -> str:
+    """At most ``size`` characters of ``parent`` around ``child``, cut at word boundaries."""
     if len(parent) <= size:
         return parent
     at = parent.find(child)
     if at < 0 or len(child) >= size:
-        return child
+        return truncate_words(parent, size)
     start = max(0, at - (size - len(child)) // 2)
     end = min(len(parent), start + size)
     start = max(0, end - size)
@@ -38,13 +68,65 @@ def _window(parent: str, child: str, size: int) -> str:
     )
 
 
-def build_context(chunks: list[RetrievedChunk], max_chars: int, parent_chars: int) -> BuiltContext:
-    """Label each chunk with its ``#chk_`` id and source; widen to parent text when it fits.
+def _words(sentence: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(sentence))
 
-    A parent's text is used once (for its best-ranked child); later children of the same
-    parent contribute only their own paragraph. Blocks stop at ``max_chars``.
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Word-set overlap of two sentences, 0..1."""
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+class SentenceDeduper:
+    """Remembers kept sentences; drops later ones that overlap one of them too much."""
+
+    def __init__(self, overlap: float) -> None:
+        self.overlap = overlap
+        self.kept: list[frozenset[str]] = []
+        self.dropped = 0
+
+    def filter(self, parts: list[str]) -> tuple[list[str], list[frozenset[str]], int]:
+        """``parts`` without sentences already said (nothing is remembered until
+        :meth:`commit`); returns the texts, their sentences' word sets and the drop count."""
+        if not 0.0 < self.overlap < 1.0:
+            return parts, [], 0
+        seen = list(self.kept)
+        texts, fresh, dropped = [], [], 0
+        for text in parts:
+            out = []
+            for sentence in split_sentences(text):
+                words = _words(sentence)
+                if words and any(jaccard(words, old) >= self.overlap for old in seen):
+                    dropped += 1
+                    continue
+                seen.append(words)
+                fresh.append(words)
+                out.append(sentence)
+            texts.append(" ".join(out))
+        return texts, fresh, dropped
+
+    def commit(self, fresh: list[frozenset[str]], dropped: int) -> None:
+        """Remember sentences returned by :meth:`filter` for a block that was kept."""
+        self.kept.extend(fresh)
+        self.dropped += dropped
+
+
+def build_context(
+    chunks: list[RetrievedChunk],
+    max_chars: int,
+    parent_chars: int,
+    *,
+    overlap: float = 0.8,
+    paragraphs: dict[str, str] | None = None,
+) -> BuiltContext:
+    """Blocks for ``chunks`` within ``max_chars`` (see the module docs).
+
+    ``paragraphs`` replaces a chunk's paragraph by citation id (compressed text); an empty
+    replacement means the chunk had nothing relevant and only its parent window is kept.
     """
-    per_chunk = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
+    paragraphs = paragraphs or {}
+    window = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
+    dedupe = SentenceDeduper(overlap)
     used_parents: set = set()
     blocks: list[str] = []
     bodies: dict[str, str] = {}
@@ -52,16 +134,28 @@ def build_context(chunks: list[RetrievedChunk], max_chars: int, parent_chars: in
     total = 0
     for chunk in chunks:
         record = chunk.record
-        body = record.text
+        paragraph = paragraphs.get(chunk.citation_id, record.text)
+        options = [[paragraph]]
         if record.parent_id and record.parent_text and record.parent_id not in used_parents:
-            body = _window(record.parent_text, record.text, max(per_chunk, len(record.text)))
-            used_parents.add(record.parent_id)
-        block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
-        if total + len(block) > max_chars:
-            body = record.text
+            context = parent_window(record.parent_text, record.text, max(window, len(record.text)))
+            if context.strip() != record.text.strip():
+                options.insert(0, [context, paragraph])  # with the parent window if it fits
+        chosen = None
+        for parts in options:
+            texts, fresh, dropped = dedupe.filter(parts)
+            body = "\n".join(t for t in texts if t.strip())
             block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
-            if total + len(block) > max_chars and blocks:
+            if body and (total + len(block) <= max_chars or not blocks):
+                chosen = (body, block, fresh, dropped)
                 break
+        if chosen is None:
+            if total >= max_chars:
+                break
+            continue  # repeats earlier blocks, or no room for it
+        body, block, fresh, dropped = chosen
+        dedupe.commit(fresh, dropped)
+        if record.parent_id:
+            used_parents.add(record.parent_id)
         blocks.append(block)
         bodies[chunk.citation_id] = body
         included.append(chunk)
@@ -71,4 +165,6 @@ def build_context(chunks: list[RetrievedChunk], max_chars: int, parent_chars: in
         chunks=included,
         chunk_map={c.citation_id: str(c.record.id) for c in included},
         bodies=bodies,
+        sources=unique(c.source for c in included),
+        dropped_sentences=dedupe.dropped,
     )

@@ -1,0 +1,1 @@
+"""Retrieval quality evaluation on public test sets (``quire eval ...``)."""

@@ -1,0 +1,184 @@
+"""Knowledge search as one service: search, optional compression, context, citations.
+
+Used by the chat graph's retrieval step, the ``search`` graph and the ``search_knowledge``
+tool. :func:`knowledge_response` gives seed 004's shape: ``answerHints`` (markdown),
+``citations`` (document, chunk, query-aware snippet, similarity, page) and
+``searchMetadata`` (queries, results, average similarity, rerank, threshold, layer, ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from agent import prompts
+from agent.db.scope import SearchScope
+from agent.ingest.sentences import split_sentences
+from agent.retrieval.context import BuiltContext, build_context
+from agent.retrieval.hybrid import RetrievedChunk
+from agent.retrieval.search import SearchOptions, SearchResult, search
+from agent.services import Services
+from agent.text import content_terms
+
+
+@dataclass(frozen=True)
+class KnowledgeSearch:
+    """A finished knowledge search: what was found and the context built from it."""
+
+    question: str
+    result: SearchResult
+    context: BuiltContext
+
+
+async def compress_paragraphs(
+    model: BaseChatModel, question: str, chunks: list[RetrievedChunk]
+) -> dict[str, str]:
+    """Each chunk's paragraph cut to the sentences the question needs (seed 002), possibly
+    prefixed ``[Partial]:`` or ``[Conflicting]:``; empty when nothing is relevant."""
+
+    async def one(chunk: RetrievedChunk) -> str:
+        reply = await model.ainvoke(
+            [
+                SystemMessage(prompts.COMPRESS_SYSTEM),
+                HumanMessage(
+                    prompts.COMPRESS_USER.format(
+                        question=question, source=chunk.source, text=chunk.record.text
+                    )
+                ),
+            ],
+            max_tokens=256,
+        )
+        return str(reply.content).strip()
+
+    texts = await asyncio.gather(*(one(c) for c in chunks))
+    return {c.citation_id: t for c, t in zip(chunks, texts, strict=True)}
+
+
+async def knowledge_search(
+    services: Services,
+    scope: SearchScope,
+    question: str,
+    options: SearchOptions,
+    *,
+    max_chars: int | None = None,
+    model: BaseChatModel | None = None,
+    compress: bool | None = None,
+) -> KnowledgeSearch:
+    """Search, then build the cited context (compressing paragraphs if enabled)."""
+    settings = services.settings
+    result = await search(services, scope, question, options, model=model)
+    started = time.perf_counter()
+    paragraphs = None
+    if (settings.compress_context if compress is None else compress) and result.chunks:
+        if model is None:
+            from agent.models import achat_model
+
+            model = await achat_model(settings.chat_model, settings, 0.0)
+        paragraphs = await compress_paragraphs(model, question, result.chunks)
+    context = build_context(
+        result.chunks,
+        max_chars or settings.max_context_chars,
+        settings.parent_context_chars,
+        overlap=settings.sentence_overlap_ratio if settings.dedupe_sentences else 1.0,
+        paragraphs=paragraphs,
+    )
+    result.metrics.context_chars = len(context.text)
+    result.metrics.stages_ms["context"] = round((time.perf_counter() - started) * 1000, 2)
+    return KnowledgeSearch(question, result, context)
+
+
+def snippet(text: str, question: str, limit: int = 400) -> str:
+    """The run of consecutive sentences (<= ``limit`` chars) that mentions the most query
+    words; the start of the text when none does."""
+    sentences = split_sentences(" ".join(text.split())) or [text]
+    wanted = content_terms(question)
+    best, best_score = "", -1
+    for i in range(len(sentences)):
+        window = ""
+        for sentence in sentences[i:]:
+            joined = f"{window} {sentence}".strip()
+            if len(joined) > limit:
+                break
+            window = joined
+        if not window:
+            window = sentences[i][: limit - 1].rsplit(" ", 1)[0] + "…"
+        score = len(wanted & content_terms(window))
+        if score > best_score:
+            best, best_score = window, score
+    return best
+
+
+def knowledge_response(found: KnowledgeSearch, snippet_chars: int = 400) -> dict:
+    """Seed 004's response: ``answerHints``, ``citations`` and ``searchMetadata``."""
+    metrics = found.result.metrics
+    chunks = found.context.chunks
+    citations = [
+        {
+            "id": c.citation_id,
+            "documentId": str(c.record.document_id),
+            "title": c.record.document_title,
+            "chunkId": str(c.record.id),
+            "snippet": snippet(c.record.text, found.question, snippet_chars),
+            "similarity": None if c.similarity is None else round(c.similarity, 4),
+            "page": c.record.page,
+            "chapter": c.record.chapter_title,
+            "section": c.record.section_title,
+            "source": c.source,
+            "layer": c.layer,
+        }
+        for c in chunks
+    ]
+    return {
+        "answerHints": answer_hints(found),
+        "citations": citations,
+        "searchMetadata": {
+            "queriesUsed": len(metrics.queries),
+            "queries": metrics.queries,
+            "queryType": metrics.query_type,
+            "intent": metrics.intent,
+            "resultsFound": len(chunks),
+            "averageSimilarity": metrics.average_similarity,
+            "reranked": metrics.reranked,
+            "similarityThreshold": metrics.threshold,
+            "fallbackLayer": metrics.layer,
+            "cacheHit": metrics.cache_hit,
+            "timedOut": metrics.timed_out,
+            "contextChars": metrics.context_chars,
+            "stagesMs": metrics.stages_ms,
+        },
+    }
+
+
+def answer_hints(found: KnowledgeSearch) -> str:
+    """Markdown for a model that will answer: query, sources with similarity, context."""
+    chunks = found.context.chunks
+    if not chunks:
+        return (
+            f"# Knowledge Base Search Results\n**Query:** {found.question}\n**Found:** 0 "
+            "passages\n\nNothing in the user's documents matches. Say so; do not guess."
+        )
+    lines = [
+        "# Knowledge Base Search Results",
+        f"**Query:** {found.question}",
+        f"**Found:** {len(chunks)} passages (fallback layer: {found.result.layer})",
+        "",
+        "## Sources",
+    ]
+    for i, c in enumerate(chunks, start=1):
+        sim = "n/a" if c.similarity is None else f"{c.similarity:.2f}"
+        lines.append(f"{i}. {c.citation_id} {c.source} (similarity: {sim})")
+    lines += [
+        "",
+        "## Context",
+        found.context.text,
+        "",
+        "## How to use",
+        "Answer only from the context above. Cite the #chk_ id of each passage you use, "
+        "right after the statement it supports. If the context does not answer the question, "
+        "say so.",
+    ]
+    return "\n".join(lines)
