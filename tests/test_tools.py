@@ -1,3 +1,5 @@
+import json
+
 from agent.retrieval.citations import cited_ids
 from agent.retrieval.retriever import QuireRetriever
 from tools.knowledge_search import knowledge_search_tool
@@ -19,5 +21,11 @@ async def test_knowledge_search_tool_gives_citable_passages(services, alice_read
     user, _ = alice_reader
     search = knowledge_search_tool(user.id, k=2)
     assert search.name == "search_knowledge"
-    result = await search.ainvoke({"query": "Dinah the cat"})
-    assert len(cited_ids(result)) == 2 and "Dinah" in result
+    result = json.loads(await search.ainvoke({"query": "Dinah the cat"}))
+    ids = [c["id"] for c in result["citations"]]
+    assert len(ids) == 2 and set(cited_ids(result["answerHints"])) == set(ids)
+    assert all(len(c["snippet"]) <= 400 for c in result["citations"])
+    assert any("Dinah" in c["snippet"] for c in result["citations"])
+    meta = result["searchMetadata"]
+    assert meta["resultsFound"] == 2 and meta["queriesUsed"] == 1
+    assert meta["fallbackLayer"] == "hybrid" and "retrieve" in meta["stagesMs"]
