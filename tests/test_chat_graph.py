@@ -66,6 +66,17 @@ async def test_hybrid_answer_cites_only_retrieved_chunks_and_is_saved(services, 
     assert {str(i) for i in reply.retrieved_chunk_ids} == set(state["chunk_map"].values())
     assert reply.sources and reply.sources[0].startswith("Alice’s Adventures in Wonderland")
     assert usage.chat_messages >= 1 and usage.tokens_used >= reply.tokens_used
+    async with services.engine.connect() as conn:
+        metrics = (
+            await conn.execute(
+                text("SELECT retrieval_metrics FROM chat_messages WHERE id = :m"), {"m": reply.id}
+            )
+        ).scalar()
+    assert metrics == state["retrieval"]
+    assert metrics["query_type"] == "specific" and metrics["threshold"] == 0.7
+    assert metrics["layer"] in ("hybrid", "low_threshold") and metrics["results"] >= 1
+    assert metrics["context_chars"] > 0
+    assert {"embed", "retrieve", "fuse", "total", "context"} <= set(metrics["stages_ms"])
 
 
 async def test_answer_streams_token_by_token(services, alice_reader):

@@ -123,3 +123,14 @@ async def test_ingest_graph_runs_in_the_background_and_summaries_follow(
             break
         await asyncio.sleep(0.5)
     assert status == "done"
+
+
+async def test_search_graph_answers_in_the_knowledge_search_shape(server_url, alice_reader):
+    user, _ = alice_reader
+    client = get_client(url=server_url)
+    result = await client.runs.wait(
+        None, "search", input={"query": "Dinah the cat", "topK": 3}, context={"user": user.name}
+    )
+    assert len(result["citations"]) == 3
+    assert set(cited_ids(result["answerHints"])) == {c["id"] for c in result["citations"]}
+    assert result["searchMetadata"]["resultsFound"] == 3

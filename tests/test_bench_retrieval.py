@@ -1,0 +1,80 @@
+"""``quire bench retrieval`` logic on a tiny corpus in the test database (its own users)."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import text
+
+
+async def test_bench_retrieval_small_corpus(services):
+    from agent.bench_retrieval import (
+        OPERATIONS,
+        CorpusSpec,
+        bench_retrieval,
+        drop_corpus,
+        ensure_corpus,
+    )
+    from agent.db.documents import _refresh_keyword_stats
+
+    spec = CorpusSpec(
+        target_chunks=2000,
+        other_chunks=200,
+        pool_size=200,
+        user_prefix=f"benchtest-{uuid.uuid4().hex[:6]}",
+    )
+    try:
+        figures = await bench_retrieval(services, spec, queries=20, warmup=2)
+
+        assert figures.queries == 20
+        assert [f.operation for f in figures.latencies] == list(OPERATIONS)
+        for f in figures.latencies:
+            assert 0 < f.p50_ms <= f.p95_ms <= f.max_ms
+        assert figures.hybrid_over_raw_p95 > 0
+        assert figures.foreign_hits == 0  # every hit is the target user's own
+        assert figures.short_results == 0
+        assert figures.uses_hnsw == {"raw": True, "dense": True}
+        assert figures.build.child_chunks == 2000 + 9 * 200
+        assert figures.build.documents == 20 + 9 * 2
+        assert figures.build.parent_chunks == (2000 + 9 * 200) // 5
+        assert not figures.build.reused
+
+        async with services.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT u.name, count(c.id) AS chunks FROM users u "
+                        "JOIN documents d ON d.user_id = u.id "
+                        "JOIN child_chunks c ON c.document_id = d.id "
+                        "WHERE u.name LIKE :p GROUP BY u.name"
+                    ),
+                    {"p": f"{spec.user_prefix}-%"},
+                )
+            ).all()
+        assert sorted(r.chunks for r in rows) == [200] * 9 + [2000]
+
+        # the set-based BM25 statistics equal _refresh_keyword_stats, document by document
+        stats_sql = text(
+            "SELECT d.keyword_chunks, d.keyword_tokens, "
+            "(SELECT array_agg(t.term || ':' || t.df ORDER BY t.term) FROM keyword_terms t "
+            "WHERE t.document_id = d.id) AS terms FROM documents d WHERE d.id = :d"
+        )
+        async with services.engine.begin() as conn:
+            doc = (
+                await conn.execute(
+                    text(
+                        "SELECT d.id FROM documents d JOIN users u ON u.id = d.user_id "
+                        "WHERE u.name = :n LIMIT 1"
+                    ),
+                    {"n": spec.user_names()[0]},
+                )
+            ).scalar()
+            before = (await conn.execute(stats_sql, {"d": doc})).one()
+            await _refresh_keyword_stats(conn, doc)
+            after = (await conn.execute(stats_sql, {"d": doc})).one()
+        assert before.keyword_chunks == 100 and before == after
+
+        again = await ensure_corpus(services, spec)
+        assert again.reused and again.child_chunks == figures.build.child_chunks
+    finally:
+        await drop_corpus(services, spec)
