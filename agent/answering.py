@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -26,10 +27,12 @@ class Answer:
     retrieval_metrics: dict | None = None
 
 
-def grounded_messages(name: str, question: str, context: str) -> list[BaseMessage]:
+def grounded_messages(
+    name: str, question: str, context: str, system: str = prompts.GROUNDED_SYSTEM
+) -> list[BaseMessage]:
     """System and user messages for answering from context (system prompt first, stable)."""
     return [
-        SystemMessage(prompts.GROUNDED_SYSTEM.format(name=name)),
+        SystemMessage(system.format(name=name)),
         HumanMessage(prompts.GROUNDED_USER.format(context=context, question=question)),
     ]
 
@@ -86,4 +89,32 @@ def finish_grounded(
         sources=unique(c["source"] for c in (cited or retrieved)),
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
+    )
+
+
+_WEB_ID = re.compile(r"#web_(\d+)\b")
+
+
+def web_messages(name: str, question: str, results: str) -> list[BaseMessage]:
+    """Messages for answering from web results (cited as ``#web_N``)."""
+    return [
+        SystemMessage(prompts.WEB_ANSWER_SYSTEM.format(name=name)),
+        HumanMessage(f"Web results:\n\n{results}\n\nQuestion: {question}"),
+    ]
+
+
+def finish_web(raw: str, citations: list[dict], *, model_used: str, tokens_used: int) -> Answer:
+    """Drop ``#web_N`` ids that were not among the results; keep the cited results."""
+    known = {c["id"] for c in citations}
+    text = _WEB_ID.sub(lambda m: m.group(0) if m.group(0) in known else "", raw)
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    used = {f"#web_{n}" for n in _WEB_ID.findall(text)}
+    cited = [c for c in citations if c["id"] in used]
+    return Answer(
+        text=text,
+        route="web_search",
+        model_used=model_used,
+        tokens_used=tokens_used,
+        citations=cited,
+        sources=unique(c["url"] for c in (cited or citations)),
     )

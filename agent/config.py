@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REASONING_KEYWORDS = [
@@ -87,6 +87,17 @@ class Settings(BaseSettings):
     temperature_general: float = 0.7
     embed_batch_size: int = 32
     embed_max_tokens: int = 256
+
+    # --- web search (SerpAPI) ----------------------------------------------------------
+    serpapi_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("QUIRE_SERPAPI_API_KEY", "SERPAPI_API_KEY"),
+        description="SerpAPI key for the web_search tool. Unset: web search is not offered.",
+    )
+    web_search_results: int = Field(default=5, description="Web results per search (SerpAPI num).")
+    web_search_timeout_seconds: float = Field(
+        default=10.0, description="Time limit for one web search request."
+    )
 
     # --- chunking (seed 002 part 2) -----------------------------------------------------
     long_form_min_chars: int = 8000
@@ -217,6 +228,20 @@ class Settings(BaseSettings):
     reasoning_keywords: list[str] = Field(default_factory=lambda: list(REASONING_KEYWORDS))
     global_summary_keywords: list[str] = Field(
         default_factory=lambda: list(GLOBAL_SUMMARY_KEYWORDS)
+    )
+
+    # --- memory and corrections -----------------------------------------------------------
+    history_messages: int = Field(
+        default=10, description="Recent messages used as history when a chat has no summary."
+    )
+    conversation_summary_chars: int = Field(
+        default=1200, description="Cap on a chat's running conversation summary."
+    )
+    correction_min_similarity: float = Field(
+        default=0.2, description="Cosine floor for a correction to count as relevant."
+    )
+    max_corrections: int = Field(
+        default=3, description="Relevant corrections put into the system prompt."
     )
 
     # --- users -------------------------------------------------------------------------

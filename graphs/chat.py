@@ -1,8 +1,13 @@
 """The ``chat`` graph: route each message to the cheapest path that answers it well.
 
-    START -> route -> direct   -> save -> END      (name question: fixed reply)
-                   -> general  -> save             (small talk: short reply, no retrieval)
-                   -> retrieve -> generate -> save (hybrid retrieval, cited answer)
+    START -> route -> direct      -> save -> END   (name question: fixed reply)
+                   -> general     -> save          (small talk: short reply, no retrieval)
+                   -> overview    -> save          (Path B: stored summary / ToC of one book)
+                                  -> retrieve      (... nothing pre-computed: Path A)
+                   -> web_search  -> save          (current events)
+                   -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
+                               -> not_covered -> save   (relevance gate: nothing relevant)
+                   -> refuse      -> save          (e.g. an unknown --book)
 
 Nodes are thin: each calls into ``agent`` and returns a partial state update.
 """
@@ -12,7 +17,7 @@ from __future__ import annotations
 import uuid
 from typing import Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -23,18 +28,29 @@ from agent.answering import (
     Answer,
     chunk_payload,
     finish_grounded,
+    finish_web,
     general_messages,
     grounded_messages,
+    web_messages,
 )
+from agent.books import UnknownBook, only_book, resolve_book
 from agent.chat_log import open_chat, save_turn
 from agent.db.scope import SearchScope
 from agent.models import achat_model, model_label
+from agent.overview import overview_prompt
 from agent.retrieval.knowledge import knowledge_search
 from agent.retrieval.search import SearchOptions
 from agent.router import classify_route
 from agent.services import get_services
 from graphs.context import Context
 from graphs.state import ChatState, InputState, OutputState
+from tools.web_search import (
+    WebSearchError,
+    format_web_results,
+    search_web,
+    web_citations,
+    web_search_available,
+)
 
 
 def _last_question(messages: list[BaseMessage]) -> str:
@@ -73,9 +89,23 @@ async def _stream_text(model, messages: list[BaseMessage]) -> tuple[str, int]:
     return text.strip(), tokens
 
 
+def _scope(state: ChatState, runtime: Runtime[Context]) -> SearchScope:
+    ctx = runtime.context or Context()
+    if state.get("book_id"):
+        documents = (uuid.UUID(state["book_id"]),)
+    elif ctx.document_ids:
+        documents = tuple(uuid.UUID(d) for d in ctx.document_ids)
+    else:
+        documents = None
+    return SearchScope(
+        user_id=uuid.UUID(state["user_id"]), document_ids=documents, corpus=ctx.corpus
+    )
+
+
 async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """Identify the user and chat, and classify the question."""
+    """Identify the user, chat and book in scope, and pick the path (seed 000 priority)."""
     services = await get_services()
+    settings = services.settings
     ctx = runtime.context or Context()
     user = await resolve_user(services, ctx.user)
     thread_id = (get_config().get("configurable") or {}).get("thread_id")
@@ -84,20 +114,56 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     question = _last_question(state["messages"])
     await open_chat(services, user.id, chat_id, question)
-    return {
+    update = {
         "question": question,
         "user_id": str(user.id),
         "chat_id": str(chat_id),
-        "route": classify_route(question),
+        "book_id": "",
         "retrieved": [],
         "context": "",
         "retrieval": {},
     }
+    book = None
+    if ctx.book:
+        try:
+            book = await resolve_book(services, user.id, ctx.book)
+        except UnknownBook as exc:
+            update["route"] = "unknown_book"
+            update["answer"] = f"I can't answer that: {exc}."
+            return update
+    else:
+        book = await only_book(services, _scope({**state, **update}, runtime))
+    if book is not None and ctx.book:
+        update["book_id"] = str(book.id)
+    update["route"] = classify_route(
+        question,
+        single_book=book is not None,
+        summary_keywords=settings.global_summary_keywords,
+        reasoning_keywords=settings.reasoning_keywords,
+    )
+    if update["route"] == "global_summary" and book is not None:
+        update["book_id"] = str(book.id)
+    return update
 
 
-def pick_path(state: ChatState) -> Literal["direct", "general", "retrieve"]:
+def pick_path(
+    state: ChatState,
+) -> Literal["direct", "general", "overview", "retrieve", "web_search", "refuse"]:
     """Branch on the route the router chose."""
-    return "retrieve" if state["route"] == "hybrid" else state["route"]  # type: ignore[return-value]
+    return {
+        "direct": "direct",
+        "general": "general",
+        "global_summary": "overview",
+        "web_search": "web_search",
+        "unknown_book": "refuse",
+    }.get(state["route"], "retrieve")  # type: ignore[return-value]
+
+
+async def refuse(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """A request that cannot be served (e.g. an unknown book): say why, save the turn."""
+    return _answer_update(
+        Answer(text=state["answer"], route="direct", model_used="direct_response")
+    )
 
 
 async def direct(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -118,26 +184,90 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     return _answer_update(
         Answer(
-            text=text, route="direct", model_used=f"general_{model_label(spec)}", tokens_used=tokens
+            text=text,
+            route="general",
+            model_used=f"general_{model_label(spec)}",
+            tokens_used=tokens,
+        )
+    )
+
+
+async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """Path B: the book's stored summary (or its table of contents) presented in structure."""
+    services = await get_services()
+    settings = services.settings
+    book = await resolve_book(services, uuid.UUID(state["user_id"]), state["book_id"])
+    prompt = await overview_prompt(services, book, state["question"])
+    if prompt is None:  # nothing pre-computed and no chapters: answer from chunks instead
+        return {"route": "hybrid"}
+    spec = _model_spec(runtime, settings.chat_model)
+    model = await achat_model(spec, settings, settings.temperature_summary)
+    text, tokens = await _stream_text(model, prompt.messages)
+    return _answer_update(
+        Answer(
+            text=text,
+            route="global_summary",
+            model_used=prompt.label,
+            tokens_used=tokens,
+            sources=[book.title],
+        )
+    )
+
+
+def after_overview(state: ChatState) -> Literal["retrieve", "save"]:
+    """Path B fell back to retrieval when the book had nothing pre-computed."""
+    return "retrieve" if state["route"] == "hybrid" else "save"
+
+
+async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """Current events: answered from the web when configured, else said so plainly."""
+    services = await get_services()
+    settings = services.settings
+    if not web_search_available(settings):
+        return _answer_update(
+            Answer(
+                text=prompts.WEB_NOT_CONFIGURED,
+                route="web_search",
+                model_used="no_context_response",
+            )
+        )
+    try:
+        results = await search_web(state["question"], settings)
+    except WebSearchError as exc:
+        return _answer_update(
+            Answer(
+                text=f"Web search failed: {exc}",
+                route="web_search",
+                model_used="no_context_response",
+            )
+        )
+    spec = _model_spec(runtime, settings.chat_model)
+    model = await achat_model(spec, settings, settings.temperature_specific)
+    raw, tokens = await _stream_text(
+        model,
+        web_messages(settings.assistant_name, state["question"], format_web_results(results)),
+    )
+    return _answer_update(
+        finish_web(
+            raw,
+            web_citations(results),
+            model_used=f"web_search_{model_label(spec)}",
+            tokens_used=tokens,
         )
     )
 
 
 async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """Hybrid search in the user's visible documents and build the cited context."""
+    """Search the visible documents (Path A: specific; Path C: deep) and build the context."""
     services = await get_services()
     settings = services.settings
     ctx = runtime.context or Context()
-    scope = SearchScope(
-        user_id=uuid.UUID(state["user_id"]),
-        document_ids=tuple(uuid.UUID(d) for d in ctx.document_ids) if ctx.document_ids else None,
-        corpus=ctx.corpus,
-    )
-    spec = _model_spec(runtime, settings.chat_model)
+    deep = state["route"] == "deep_reasoning"
+    spec = _model_spec(runtime, settings.reasoning_model if deep else settings.chat_model)
     options = SearchOptions(
-        k=ctx.top_k or settings.top_k(spec),
-        threshold=settings.threshold_specific,
-        query_type="specific",
+        k=ctx.top_k or (settings.top_k_deep if deep else settings.top_k(spec)),
+        threshold=settings.threshold_deep if deep else settings.threshold_specific,
+        query_type="deep" if deep else "specific",
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
     )
@@ -146,7 +276,7 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         model = await achat_model(spec, settings, 0.0)
     found = await knowledge_search(
         services,
-        scope,
+        _scope(state, runtime),
         state["question"],
         options,
         max_chars=settings.context_budget(spec),
@@ -163,24 +293,56 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     }
 
 
+def relevance_gate(state: ChatState) -> Literal["generate", "not_covered"]:
+    """Answer from the documents only when retrieval found something relevant: results from
+    the layers below the relevance floor (nearest-anything, any chunk) do not count."""
+    layer = (state.get("retrieval") or {}).get("layer")
+    if state.get("retrieved") and layer not in ("any_embedded", "any_chunk", "none"):
+        return "generate"
+    return "not_covered"
+
+
+async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """The documents do not cover the question: say so, then a brief general answer."""
+    services = await get_services()
+    settings = services.settings
+    spec = _model_spec(runtime, settings.chat_model)
+    model = await achat_model(spec, settings, settings.temperature_general)
+    text, tokens = await _stream_text(
+        model,
+        [
+            SystemMessage(prompts.NOT_COVERED_SYSTEM.format(name=settings.assistant_name)),
+            HumanMessage(state["question"]),
+        ],
+    )
+    return _answer_update(
+        Answer(
+            text=prompts.NOT_COVERED.format(general=text).strip(),
+            route=state["route"],
+            model_used="no_context_response",
+            tokens_used=tokens,
+        )
+    )
+
+
 async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Answer from the context with inline ``#chk_`` citations, then guard them."""
     services = await get_services()
     settings = services.settings
-    spec = _model_spec(runtime, settings.chat_model)
-    if not state.get("retrieved"):
-        return _answer_update(
-            Answer(text=prompts.NOTHING_FOUND, route="hybrid", model_used="no_context_response")
-        )
-    model = await achat_model(spec, settings, settings.temperature_specific)
+    deep = state["route"] == "deep_reasoning"
+    spec = _model_spec(runtime, settings.reasoning_model if deep else settings.chat_model)
+    temperature = settings.temperature_reasoning if deep else settings.temperature_specific
+    model = await achat_model(spec, settings, temperature)
+    system = prompts.DEEP_SYSTEM if deep else prompts.GROUNDED_SYSTEM
     raw, tokens = await _stream_text(
-        model, grounded_messages(settings.assistant_name, state["question"], state["context"])
+        model,
+        grounded_messages(settings.assistant_name, state["question"], state["context"], system),
     )
     answer = finish_grounded(
         raw,
         state["retrieved"],
-        route="hybrid",
-        model_used=f"investigator_{model_label(spec)}",
+        route=state["route"],
+        model_used=f"{'deep_reasoner' if deep else 'investigator'}_{model_label(spec)}",
         tokens_used=tokens,
     )
     return _answer_update(answer)
@@ -215,16 +377,24 @@ def build_graph():
     builder = StateGraph(
         ChatState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
-    builder.add_node("route", route)
-    builder.add_node("direct", direct)
-    builder.add_node("general", general)
-    builder.add_node("retrieve", retrieve)
-    builder.add_node("generate", generate)
-    builder.add_node("save", save)
+    for node in (
+        route,
+        refuse,
+        direct,
+        general,
+        overview,
+        web_search,
+        retrieve,
+        generate,
+        not_covered,
+        save,
+    ):
+        builder.add_node(node.__name__, node)
     builder.add_edge(START, "route")
     builder.add_conditional_edges("route", pick_path)
-    builder.add_edge("retrieve", "generate")
-    for node in ("direct", "general", "generate"):
+    builder.add_conditional_edges("overview", after_overview)
+    builder.add_conditional_edges("retrieve", relevance_gate)
+    for node in ("refuse", "direct", "general", "web_search", "generate", "not_covered"):
         builder.add_edge(node, "save")
     builder.add_edge("save", END)
     return builder

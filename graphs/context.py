@@ -17,6 +17,10 @@ class Context:
         default=None,
         metadata={"description": "Chat to save the turn in; defaults to the thread id."},
     )
+    book: str | None = field(
+        default=None,
+        metadata={"description": "One book in scope: its document id or title (default: all)."},
+    )
     chat_model: str | None = field(
         default=None,
         metadata={"description": "Override QUIRE_CHAT_MODEL, e.g. 'openai:gpt-4o-mini'."},

@@ -21,6 +21,7 @@ class ChatState(InputState, total=False):
     question: str
     user_id: str
     chat_id: str
+    book_id: str
     route: str
     context: str
     retrieved: list[dict]

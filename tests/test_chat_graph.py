@@ -26,7 +26,7 @@ async def test_name_question_is_answered_directly_without_retrieval(services):
 
 async def test_small_talk_gets_a_reply_without_retrieval(services):
     state = await graph.ainvoke(_ask("hello there!"), context=Context(user="graph-smalltalk"))
-    assert state["route"] == "direct"
+    assert state["route"] == "general"
     assert state["model_used"].startswith("general_")
     assert state["citations"] == [] and state["answer"]
 
