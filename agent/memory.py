@@ -1,0 +1,299 @@
+"""Conversation memory: a running summary per chat, recent turns, standalone follow-ups.
+
+After each turn the chat's summary (goals, constraints, decisions, key facts) is merged
+with the new exchange and stored on the chat. Prompts use the summary when there is one
+and the last ``history_messages`` messages otherwise. A follow-up question ("what did she
+do next?") is rewritten into a standalone search query before retrieval.
+
+The LLM-free ``extractive`` model gets deterministic fallbacks for both.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from sqlalchemy import text
+
+from agent.db.chats import ChatOwnershipError
+from agent.prompts import (
+    HISTORY_SUMMARY_BLOCK,
+    HISTORY_TURNS_BLOCK,
+    MEMORY_UPDATE_SYSTEM,
+    MEMORY_UPDATE_USER,
+    STANDALONE_QUESTION_SYSTEM,
+    STANDALONE_QUESTION_USER,
+)
+from agent.services import Services
+from agent.text import content_words
+
+logger = logging.getLogger(__name__)
+
+EXTRACTIVE_LLM_TYPE = "quire-extractive"
+TURN_CHARS = 600
+"""Longest message text shown per turn in a history block."""
+ANSWER_INPUT_CHARS = 2000
+"""Longest answer text given to the summary writer."""
+STANDALONE_MAX_CHARS = 400
+"""A rewrite longer than this is not a question: the original is kept."""
+SHORT_QUESTION_WORDS = 3
+"""Questions of at most this many words count as follow-ups."""
+
+_CHUNK_ID = re.compile(r"\s*#chk_[0-9a-f]{8}\b")
+_WORD = re.compile(r"[a-z']+")
+_FOLLOW_UP_WORDS = frozenset(
+    [
+        "it",
+        "its",
+        "it's",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "hers",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "that",
+        "this",
+        "those",
+        "these",
+    ]
+)
+_FOLLOW_UP_STARTS = ("and ", "what about", "how about", "why", "but ", "so ", "then ")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclass(frozen=True)
+class ChatMemory:
+    """What a chat remembers: its running summary and its last messages (oldest first)."""
+
+    summary: str | None = None
+    recent: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def has_history(self) -> bool:
+        """Whether there is anything to remember."""
+        return bool(self.summary) or bool(self.recent)
+
+
+def is_extractive(model: object) -> bool:
+    """Whether ``model`` is the LLM-free extractive answerer."""
+    return getattr(model, "_llm_type", "") == EXTRACTIVE_LLM_TYPE
+
+
+def _clean(value: str) -> str:
+    """Text without citation ids (they belong to an old context) and with single spaces."""
+    return " ".join(_CHUNK_ID.sub("", value).split())
+
+
+def _clip(value: str, limit: int) -> str:
+    return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
+
+
+async def load_memory(
+    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, *, limit: int | None = None
+) -> ChatMemory:
+    """The chat's summary and last ``limit`` messages (default ``history_messages``).
+
+    Only the owner's chat is read: another user's (or an unknown) chat gives empty memory.
+    """
+    limit = services.settings.history_messages if limit is None else limit
+    async with services.engine.connect() as conn:
+        chat = (
+            await conn.execute(
+                text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
+                {"c": chat_id, "u": user_id},
+            )
+        ).first()
+        if chat is None:
+            return ChatMemory()
+        recent: list[tuple[str, str]] = []
+        if limit > 0:
+            rows = await conn.execute(
+                text(
+                    "SELECT role, content FROM chat_messages WHERE chat_id = :c AND user_id = :u "
+                    "ORDER BY created_at DESC, id DESC LIMIT :n"
+                ),
+                {"c": chat_id, "u": user_id, "n": limit},
+            )
+            recent = [(r.role, r.content) for r in rows][::-1]
+    return ChatMemory(summary=chat.conversation_summary or None, recent=recent)
+
+
+def history_block(memory: ChatMemory) -> str:
+    """The conversation for a prompt: the summary if any, else the recent turns ('' if none)."""
+    if memory.summary:
+        return HISTORY_SUMMARY_BLOCK.format(summary=memory.summary.strip())
+    turns = [
+        f"{'User' if role == 'user' else 'Assistant'}: {_clip(_clean(content), TURN_CHARS)}"
+        for role, content in memory.recent
+        if content.strip()
+    ]
+    return HISTORY_TURNS_BLOCK.format(turns="\n".join(turns)) if turns else ""
+
+
+# --- the running summary -------------------------------------------------------------------
+
+
+def _first_sentence(value: str) -> str:
+    value = _clean(value)
+    return _SENTENCE_END.split(value, maxsplit=1)[0] if value else ""
+
+
+def _cap_summary(summary: str, limit: int) -> str:
+    """``summary`` within ``limit`` characters, dropping its oldest lines first."""
+    lines = [line for line in summary.strip().splitlines() if line.strip()]
+    while len(lines) > 1 and len("\n".join(lines)) > limit:
+        lines.pop(0)
+    return _clip("\n".join(lines), limit)
+
+
+def fallback_summary(previous: str | None, question: str, answer: str, limit: int) -> str:
+    """The extractive summary: the previous one plus ``Q: ...; A: <first sentence>``."""
+    line = f"Q: {_clean(question)}; A: {_first_sentence(answer)}".rstrip()
+    merged = f"{previous.strip()}\n{line}" if previous and previous.strip() else line
+    return _cap_summary(merged, limit)
+
+
+def _trim_written_summary(summary: str, limit: int) -> str:
+    """A model-written summary within ``limit``: cut at the last whole line that fits."""
+    summary = summary.strip()
+    if len(summary) <= limit:
+        return summary
+    cut = summary.rfind("\n", 0, limit)
+    return summary[:cut].rstrip() if cut > limit // 2 else _clip(summary, limit)
+
+
+async def update_summary(
+    services: Services,
+    user_id: uuid.UUID,
+    chat_id: uuid.UUID,
+    question: str,
+    answer: str,
+    model: BaseChatModel,
+) -> str:
+    """Merge the new turn into the chat's summary, store it and return it.
+
+    Raises :class:`ChatOwnershipError` (before any model call) when the chat is not the
+    user's. A failing model falls back to the extractive summary.
+    """
+    limit = services.settings.conversation_summary_chars
+    async with services.engine.connect() as conn:
+        chat = (
+            await conn.execute(
+                text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
+                {"c": chat_id, "u": user_id},
+            )
+        ).first()
+    if chat is None:
+        raise ChatOwnershipError(f"chat {chat_id} is not this user's")
+    previous = chat.conversation_summary
+    summary = ""
+    if not is_extractive(model):
+        try:
+            reply = await model.ainvoke(
+                [
+                    SystemMessage(MEMORY_UPDATE_SYSTEM.format(max_chars=limit)),
+                    HumanMessage(
+                        MEMORY_UPDATE_USER.format(
+                            summary=(previous or "").strip() or "(none yet)",
+                            question=_clean(question),
+                            answer=_clip(_clean(answer), ANSWER_INPUT_CHARS),
+                        )
+                    ),
+                ]
+            )
+            summary = _trim_written_summary(str(reply.content), limit)
+        except Exception:  # the summary is a convenience: never fail the turn for it
+            logger.warning("conversation summary failed; using the plain one", exc_info=True)
+    if not summary:
+        summary = fallback_summary(previous, question, answer, limit)
+    async with services.engine.begin() as conn:
+        result = await conn.execute(
+            text(
+                "UPDATE chats SET conversation_summary = :s, updated_at = now() "
+                "WHERE id = :c AND user_id = :u"
+            ),
+            {"s": summary, "c": chat_id, "u": user_id},
+        )
+    if result.rowcount == 0:
+        raise ChatOwnershipError(f"chat {chat_id} is not this user's")
+    return summary
+
+
+# --- standalone questions ------------------------------------------------------------------
+
+
+def looks_like_follow_up(question: str) -> bool:
+    """Whether ``question`` leans on earlier turns: a pronoun, very short, or "and ..."."""
+    lowered = " ".join(question.lower().split())
+    words = _WORD.findall(lowered)
+    if not words:
+        return False
+    if len(words) <= SHORT_QUESTION_WORDS:
+        return True
+    if lowered.startswith(_FOLLOW_UP_STARTS):
+        return True
+    return any(w in _FOLLOW_UP_WORDS for w in words)
+
+
+def _last_user_question(memory: ChatMemory, question: str) -> str | None:
+    current = " ".join(question.split())
+    for role, content in reversed(memory.recent):
+        if role == "user" and " ".join(content.split()) != current:
+            return content
+    return None
+
+
+def fallback_standalone(question: str, memory: ChatMemory) -> str:
+    """The extractive rewrite: the question plus the key terms of the last user question."""
+    previous = _last_user_question(memory, question)
+    if not previous:
+        return question
+    have = set(content_words(question))
+    extra = [w for w in dict.fromkeys(content_words(previous)) if w not in have]
+    return f"{question} {' '.join(extra)}" if extra else question
+
+
+def _clean_rewrite(reply: str) -> str:
+    line = next((ln.strip() for ln in reply.splitlines() if ln.strip()), "")
+    line = re.sub(r"^(standalone|rewritten)?\s*(question|query)\s*:\s*", "", line, flags=re.I)
+    return line.strip().strip("\"“”'").strip()
+
+
+async def standalone_question(model: BaseChatModel, question: str, memory: ChatMemory) -> str:
+    """``question`` made standalone from the conversation, for retrieval.
+
+    Unchanged (and without a model call) when there is no history or the question does
+    not look like a follow-up; unchanged on any model error or unusable reply.
+    """
+    if not memory.has_history or not looks_like_follow_up(question):
+        return question
+    if is_extractive(model):
+        return fallback_standalone(question, memory)
+    history = history_block(memory)
+    if memory.summary and memory.recent:
+        # the summary has the facts; the last exchange has what "it" and "she" point at
+        last = ChatMemory(recent=memory.recent[-2:])
+        history = f"{history}\n\n{history_block(last)}"
+    try:
+        reply = await model.ainvoke(
+            [
+                SystemMessage(STANDALONE_QUESTION_SYSTEM),
+                HumanMessage(STANDALONE_QUESTION_USER.format(history=history, question=question)),
+            ]
+        )
+        rewritten = _clean_rewrite(str(reply.content))
+    except Exception:
+        logger.warning("standalone question rewrite failed; using the question", exc_info=True)
+        return question
+    if not rewritten or len(rewritten) > STANDALONE_MAX_CHARS:
+        return question
+    return rewritten
