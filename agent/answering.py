@@ -27,19 +27,36 @@ class Answer:
     retrieval_metrics: dict | None = None
 
 
+def _with_guidance(guidance: str, body: str) -> str:
+    return f"{guidance.strip()}\n\n{body}" if guidance.strip() else body
+
+
 def grounded_messages(
-    name: str, question: str, context: str, system: str = prompts.GROUNDED_SYSTEM
+    name: str,
+    question: str,
+    context: str,
+    system: str = prompts.GROUNDED_SYSTEM,
+    guidance: str = "",
 ) -> list[BaseMessage]:
-    """System and user messages for answering from context (system prompt first, stable)."""
+    """System and user messages for answering from context. The system prompt stays a
+    stable prefix (the local model reuses its cached tokens); ``guidance`` (the user's
+    corrections and the conversation so far) opens the user message."""
     return [
         SystemMessage(system.format(name=name)),
-        HumanMessage(prompts.GROUNDED_USER.format(context=context, question=question)),
+        HumanMessage(
+            _with_guidance(
+                guidance, prompts.GROUNDED_USER.format(context=context, question=question)
+            )
+        ),
     ]
 
 
-def general_messages(name: str, question: str) -> list[BaseMessage]:
+def general_messages(name: str, question: str, guidance: str = "") -> list[BaseMessage]:
     """Messages for a reply that needs no documents."""
-    return [SystemMessage(prompts.GENERAL_SYSTEM.format(name=name)), HumanMessage(question)]
+    return [
+        SystemMessage(prompts.GENERAL_SYSTEM.format(name=name)),
+        HumanMessage(_with_guidance(guidance, question)),
+    ]
 
 
 def chunk_payload(

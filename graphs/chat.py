@@ -14,6 +14,7 @@ Nodes are thin: each calls into ``agent`` and returns a partial state update.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Literal
 
@@ -35,7 +36,15 @@ from agent.answering import (
 )
 from agent.books import UnknownBook, only_book, resolve_book
 from agent.chat_log import open_chat, save_turn
+from agent.corrections import corrections_prompt, relevant_corrections
 from agent.db.scope import SearchScope
+from agent.memory import (
+    history_block,
+    is_extractive,
+    load_memory,
+    standalone_question,
+    update_summary,
+)
 from agent.models import achat_model, model_label
 from agent.overview import overview_prompt
 from agent.retrieval.knowledge import knowledge_search
@@ -114,7 +123,9 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     question = _last_question(state["messages"])
     await open_chat(services, user.id, chat_id, question)
+    memory = await load_memory(services, user.id, chat_id)
     update = {
+        "history": history_block(memory),
         "question": question,
         "user_id": str(user.id),
         "chat_id": str(chat_id),
@@ -143,7 +154,22 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     if update["route"] == "global_summary" and book is not None:
         update["book_id"] = str(book.id)
+    if update["route"] not in ("direct", "general"):
+        corrections = await relevant_corrections(
+            services,
+            user.id,
+            question,
+            document_id=uuid.UUID(update["book_id"]) if update["book_id"] else None,
+        )
+        update["corrections"] = corrections_prompt(corrections)
+    else:
+        update["corrections"] = ""
     return update
+
+
+def _guidance(state: ChatState) -> str:
+    """The user's relevant corrections, then the conversation so far."""
+    return "\n\n".join(p for p in (state.get("corrections"), state.get("history")) if p)
 
 
 def pick_path(
@@ -180,7 +206,8 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     spec = _model_spec(runtime, settings.chat_model)
     model = await achat_model(spec, settings, settings.temperature_general)
     text, tokens = await _stream_text(
-        model, general_messages(settings.assistant_name, state["question"])
+        model,
+        general_messages(settings.assistant_name, state["question"], state.get("history", "")),
     )
     return _answer_update(
         Answer(
@@ -271,19 +298,20 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
     )
-    model = None
-    if options.expand or options.rerank or settings.compress_context:
-        model = await achat_model(spec, settings, 0.0)
+    model = await achat_model(spec, settings, 0.0)
+    memory = await load_memory(services, uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"]))
+    query = await standalone_question(model, state["question"], memory)
     found = await knowledge_search(
         services,
         _scope(state, runtime),
-        state["question"],
+        query,
         options,
         max_chars=settings.context_budget(spec),
         model=model,
     )
     built = found.context
     return {
+        "search_query": query,
         "retrieval": found.result.metrics.as_dict(),
         "context": built.text,
         "retrieved": [
@@ -312,7 +340,11 @@ async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
         model,
         [
             SystemMessage(prompts.NOT_COVERED_SYSTEM.format(name=settings.assistant_name)),
-            HumanMessage(state["question"]),
+            HumanMessage(
+                _guidance(state) + "\n\n" + state["question"]
+                if _guidance(state)
+                else state["question"]
+            ),
         ],
     )
     return _answer_update(
@@ -336,7 +368,9 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     system = prompts.DEEP_SYSTEM if deep else prompts.GROUNDED_SYSTEM
     raw, tokens = await _stream_text(
         model,
-        grounded_messages(settings.assistant_name, state["question"], state["context"], system),
+        grounded_messages(
+            settings.assistant_name, state["question"], state["context"], system, _guidance(state)
+        ),
     )
     answer = finish_grounded(
         raw,
@@ -362,14 +396,22 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
         retrieved_chunk_ids=[c["chunk_id"] for c in state.get("retrieved", [])],
         retrieval_metrics=state.get("retrieval"),
     )
-    await save_turn(
-        services,
-        uuid.UUID(state["user_id"]),
-        uuid.UUID(state["chat_id"]),
-        state["question"],
-        answer,
-    )
+    user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
+    await save_turn(services, user_id, chat_id, state["question"], answer)
+    settings = services.settings
+    model = await achat_model(_model_spec(runtime, settings.chat_model), settings, 0.0)
+    summary = update_summary(services, user_id, chat_id, state["question"], answer.text, model)
+    if is_extractive(model):
+        await summary
+    else:  # an LLM call: keep it off the answer's critical path
+        task = asyncio.get_running_loop().create_task(summary)
+        _background.add(task)
+        task.add_done_callback(_background.discard)
     return {}
+
+
+_background: set[asyncio.Task] = set()
+"""Conversation-summary updates in flight (strong references until they finish)."""
 
 
 def build_graph():

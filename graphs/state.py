@@ -22,6 +22,12 @@ class ChatState(InputState, total=False):
     user_id: str
     chat_id: str
     book_id: str
+    history: str
+    """The conversation so far: its running summary, else the last messages."""
+    corrections: str
+    """The user's corrections relevant to this question, for the prompt."""
+    search_query: str
+    """The question made standalone for retrieval (follow-ups)."""
     route: str
     context: str
     retrieved: list[dict]

@@ -85,7 +85,7 @@ def test_interactive_chat_streams_and_resumes_from_the_checkpointer(alice_reader
     assert "Quire" in first and "route: direct" in first and "route: hybrid" in first
     assert "#chk_" in first
     second = session("hello\n")  # EOF ends the session
-    assert "route: direct" in second
+    assert "route: general" in second
 
 
 def test_database_url_points_quire_at_an_existing_server(services, alice_reader, tmp_path):
