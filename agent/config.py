@@ -74,7 +74,9 @@ class Settings(BaseSettings):
     chat_model: str = Field(
         default="local", description="'local', 'extractive', 'openai:<model>' or any provider."
     )
-    reasoning_model: str = "local"
+    reasoning_model: str | None = Field(
+        default=None, description="Model for Path C (deep reasoning); default: the chat model."
+    )
     embedding_model: str = Field(default="local", description="'local' or 'openai:<model>'.")
     local_chat_threads: int = 2
     local_chat_n_ctx: int = 4096

@@ -290,7 +290,9 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     settings = services.settings
     ctx = runtime.context or Context()
     deep = state["route"] == "deep_reasoning"
-    spec = _model_spec(runtime, settings.reasoning_model if deep else settings.chat_model)
+    spec = _model_spec(
+        runtime, (settings.reasoning_model or settings.chat_model) if deep else settings.chat_model
+    )
     options = SearchOptions(
         k=ctx.top_k or (settings.top_k_deep if deep else settings.top_k(spec)),
         threshold=settings.threshold_deep if deep else settings.threshold_specific,
@@ -362,7 +364,9 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     services = await get_services()
     settings = services.settings
     deep = state["route"] == "deep_reasoning"
-    spec = _model_spec(runtime, settings.reasoning_model if deep else settings.chat_model)
+    spec = _model_spec(
+        runtime, (settings.reasoning_model or settings.chat_model) if deep else settings.chat_model
+    )
     temperature = settings.temperature_reasoning if deep else settings.temperature_specific
     model = await achat_model(spec, settings, temperature)
     system = prompts.DEEP_SYSTEM if deep else prompts.GROUNDED_SYSTEM
