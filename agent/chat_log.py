@@ -40,6 +40,15 @@ async def save_turn(
     return ids
 
 
+async def over_monthly_limit(services: Services, user_id: uuid.UUID) -> bool:
+    """Has the user used up this month's chat turns (``monthly_message_limit``)?"""
+    limit = services.settings.monthly_message_limit
+    if limit is None:
+        return False
+    async with services.engine.connect() as conn:
+        return await chats.messages_this_month(conn, user_id) >= limit
+
+
 async def open_chat(
     services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, first_question: str
 ) -> None:

@@ -247,6 +247,9 @@ class Settings(BaseSettings):
     )
 
     # --- users -------------------------------------------------------------------------
+    monthly_message_limit: int | None = Field(
+        default=None, description="Chat turns a user may have per month (unset: unlimited)."
+    )
     default_user: str = "local"
 
     @property

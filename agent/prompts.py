@@ -29,6 +29,11 @@ NAME_REPLY = (
     "Ask me about anything you've uploaded and I'll answer with citations to the exact passage."
 )
 
+MONTHLY_LIMIT = (
+    "You have reached this month's limit of {limit} messages, so I can't answer right now. "
+    "The limit resets at the start of next month."
+)
+
 NOTHING_FOUND = (
     "I couldn't find anything about this in your documents. "
     "Try rephrasing the question, or upload a document that covers it."

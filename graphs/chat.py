@@ -7,7 +7,8 @@
                    -> web_search  -> save          (current events)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
                                -> not_covered -> save   (relevance gate: nothing relevant)
-                   -> refuse      -> save          (e.g. an unknown --book)
+                   -> refuse      -> save          (an unknown --book; over the monthly
+                                  -> END            limit nothing is saved or counted)
 
 Nodes are thin: each calls into ``agent`` and returns a partial state update.
 """
@@ -35,7 +36,7 @@ from agent.answering import (
     web_messages,
 )
 from agent.books import UnknownBook, only_book, resolve_book
-from agent.chat_log import open_chat, save_turn
+from agent.chat_log import open_chat, over_monthly_limit, save_turn
 from agent.corrections import corrections_prompt, relevant_corrections
 from agent.db.scope import SearchScope
 from agent.memory import (
@@ -122,6 +123,14 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
         uuid.UUID(str(ctx.chat_id or thread_id)) if (ctx.chat_id or thread_id) else uuid.uuid4()
     )
     question = _last_question(state["messages"])
+    if await over_monthly_limit(services, user.id):  # checked before any work
+        limit = settings.monthly_message_limit
+        return {
+            "question": question,
+            "user_id": str(user.id),
+            "route": "over_limit",
+            "answer": prompts.MONTHLY_LIMIT.format(limit=limit),
+        }
     await open_chat(services, user.id, chat_id, question)
     memory = await load_memory(services, user.id, chat_id)
     update = {
@@ -182,13 +191,18 @@ def pick_path(
         "global_summary": "overview",
         "web_search": "web_search",
         "unknown_book": "refuse",
+        "over_limit": "refuse",
     }.get(state["route"], "retrieve")  # type: ignore[return-value]
 
 
 async def refuse(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """A request that cannot be served (e.g. an unknown book): say why, save the turn."""
+    """A request that cannot be served (an unknown book, the monthly limit): say why."""
     return _answer_update(
-        Answer(text=state["answer"], route="direct", model_used="direct_response")
+        Answer(
+            text=state["answer"],
+            route="direct",
+            model_used="monthly_limit" if state["route"] == "over_limit" else "direct_response",
+        )
     )
 
 
@@ -239,6 +253,11 @@ async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
             sources=[book.title],
         )
     )
+
+
+def after_refusal(state: ChatState) -> Literal["save", "__end__"]:
+    """Over the monthly limit nothing is saved or counted; other refusals are logged."""
+    return END if state["model_used"] == "monthly_limit" else "save"
 
 
 def after_overview(state: ChatState) -> Literal["retrieve", "save"]:
@@ -440,7 +459,8 @@ def build_graph():
     builder.add_conditional_edges("route", pick_path)
     builder.add_conditional_edges("overview", after_overview)
     builder.add_conditional_edges("retrieve", relevance_gate)
-    for node in ("refuse", "direct", "general", "web_search", "generate", "not_covered"):
+    builder.add_conditional_edges("refuse", after_refusal)
+    for node in ("direct", "general", "web_search", "generate", "not_covered"):
         builder.add_edge(node, "save")
     builder.add_edge("save", END)
     return builder

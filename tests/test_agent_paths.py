@@ -205,3 +205,17 @@ async def test_follow_ups_use_memory_and_every_field_is_saved(services, new_user
             )
         ).scalar()
     assert "walrus" in summary.lower() and "eat" in summary.lower()
+
+
+async def test_monthly_limit_refuses_before_any_work(services, new_user, monkeypatch):
+    user = await new_user("limit")
+    await ingest_bytes(services, user.id, b"The bakery sells rye bread.", "b.txt")
+    monkeypatch.setattr(services.settings, "monthly_message_limit", 1)
+    chat = str(uuid.uuid4())
+    ok = await graph.ainvoke(
+        _ask("What does the bakery sell?"), context=Context(user=user.name, chat_id=chat)
+    )
+    assert ok["route"] == "hybrid"
+    refused = await graph.ainvoke(_ask("What else?"), context=Context(user=user.name, chat_id=chat))
+    assert "limit of 1 messages" in refused["answer"] and refused["model_used"] == "monthly_limit"
+    assert len(await _rows(services, chat)) == 2  # the refused turn is neither saved nor counted

@@ -137,3 +137,15 @@ async def record_usage(
         ),
         {"u": user_id, "m": month, "c": chat_messages, "t": tokens, "d": documents},
     )
+
+
+async def messages_this_month(conn: AsyncConnection, user_id: uuid.UUID) -> int:
+    """How many chat turns the user has had this month."""
+    month = date.today().replace(day=1)
+    count = (
+        await conn.execute(
+            text("SELECT chat_messages FROM usage_monthly WHERE user_id = :u AND month = :m"),
+            {"u": user_id, "m": month},
+        )
+    ).scalar()
+    return int(count or 0)
