@@ -26,6 +26,10 @@ UserOption = Annotated[
     str | None, typer.Option("--user", "-u", help="User name (default: the local user).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+BookOption = Annotated[
+    str | None,
+    typer.Option("--book", help="Put one book in scope: its document id or title."),
+]
 
 
 def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -411,6 +415,7 @@ def ask(
     question: str,
     user: UserOption = None,
     chat: Annotated[str | None, typer.Option(help="Chat id to add this turn to.")] = None,
+    book: BookOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Ask one question about your documents; the answer streams, with citations."""
@@ -418,7 +423,7 @@ def ask(
     from graphs.context import Context
 
     async def work(services):
-        context = Context(user=user or services.settings.default_user, chat_id=chat)
+        context = Context(user=user or services.settings.default_user, chat_id=chat, book=book)
         state, streamed = await _stream_turn(graph, question, context, {}, echo=not as_json)
         if as_json:
             print(json.dumps(_answer_json(state), indent=2, ensure_ascii=False))
@@ -432,6 +437,7 @@ def ask(
 def chat(
     user: UserOption = None,
     chat_id: Annotated[str | None, typer.Option("--chat", help="Resume this chat.")] = None,
+    book: BookOption = None,
 ) -> None:
     """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -444,7 +450,9 @@ def chat(
         async with AsyncPostgresSaver.from_conn_string(services.urls.libpq) as saver:
             await saver.setup()
             graph = build_graph().compile(checkpointer=saver)
-            context = Context(user=user or services.settings.default_user, chat_id=thread)
+            context = Context(
+                user=user or services.settings.default_user, chat_id=thread, book=book
+            )
             err.print(f"[dim]chat {thread} · type /quit to leave[/dim]")
             while True:
                 try:
@@ -508,6 +516,227 @@ def bench_ingest_command(
     out.print(table)
     out.print(f"machine: {machine()}")
     out.print(f"written: {write_results('ingest', figures, data_dir / 'bench')}")
+
+
+@bench_app.command("retrieval")
+def bench_retrieval_command(
+    queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
+    chunks: Annotated[
+        int, typer.Option(help="Child chunks of the target user (9 others get a tenth each).")
+    ] = 100_000,
+    rebuild: Annotated[bool, typer.Option(help="Drop the benchmark database first.")] = False,
+) -> None:
+    """p50/p95 ms of embedding, dense, BM25, hybrid and raw pgvector top-k (database quire_bench)."""
+    from dataclasses import asdict
+
+    from agent.bench_retrieval import run_retrieval_bench
+    from agent.benchmarks import machine, write_results
+    from agent.db.engine import EmbeddingMismatchError
+
+    try:
+        figures, data_dir = asyncio.run(
+            run_retrieval_bench(
+                queries, chunks, rebuild, log=lambda m: err.print(f"[dim]{m}[/dim]")
+            )
+        )
+    except EmbeddingMismatchError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    b = figures.build
+    out.print(
+        f"corpus: {b.child_chunks} child chunks in {b.documents} documents, "
+        f"{figures.corpus['target_chunks']} of them the target user's "
+        f"({'reused' if b.reused else 'built'}: {b.total_s} s; load {b.load_s} s, "
+        f"BM25 stats {b.keyword_stats_s} s, HNSW build {b.index_build_s} s)"
+    )
+    table = Table("operation", "p50 ms", "p95 ms", "mean ms", "max ms")
+    for f in figures.latencies:
+        table.add_row(f.operation, str(f.p50_ms), str(f.p95_ms), str(f.mean_ms), str(f.max_ms))
+    out.print(table)
+    hybrid_p95 = figures.latency("hybrid").p95_ms
+    out.print(
+        f"hybrid p95 {hybrid_p95} ms <= {figures.hybrid_p95_target_ms:g} ms: "
+        f"{'met' if figures.meets_p95_target else 'NOT met'}; hybrid/raw p95 "
+        f"{figures.hybrid_over_raw_p95} <= {figures.ratio_target:g}: "
+        f"{'met' if figures.meets_ratio_target else 'NOT met'}"
+    )
+    out.print(
+        f"queries: {figures.queries}, k {figures.k}, candidates {figures.candidates}, "
+        f"foreign hits {figures.foreign_hits}, short results {figures.short_results}, "
+        f"hybrid timeouts {figures.hybrid_timeouts}, HNSW used {figures.uses_hnsw}, "
+        f"load avg {figures.load_avg_before} -> {figures.load_avg_after}"
+    )
+    out.print(f"hybrid stages p50 ms: {figures.hybrid_stages_p50_ms}")
+    out.print(f"machine: {machine()}")
+    out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
+
+
+eval_app = typer.Typer(help="Retrieval quality on public test sets.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+EVAL_MODE_SETS = {
+    "all": ["bm25", "dense", "hybrid", "hybrid-mmr"],
+    "bm25": ["bm25"],
+    "dense": ["dense"],
+    "hybrid": ["hybrid"],
+    "hybrid-mmr": ["hybrid-mmr"],
+}
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="bm25, dense, hybrid, hybrid-mmr (hybrid + one-per-parent + MMR) or all."
+        ),
+    ] = "all",
+    rerank: Annotated[
+        bool,
+        typer.Option("--rerank", help="Also hybrid + LLM rerank (slow on the local model)."),
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option(help="Evaluate only the first N test queries (every mode).")
+    ] = None,
+    database: Annotated[
+        str, typer.Option(help="Database holding the eval index (never your documents).")
+    ] = "quire_eval",
+    user: Annotated[str, typer.Option("--user", "-u", help="User owning the index.")] = (
+        "scifact-eval"
+    ),
+    corpus: Annotated[str, typer.Option(help="Corpus name of the indexed documents.")] = "scifact",
+    split: Annotated[str, typer.Option(help="Qrels split to evaluate.")] = "test",
+    depth: Annotated[int, typer.Option(help="Chunks asked of search() per query (k).")] = 100,
+    timeout: Annotated[
+        float,
+        typer.Option(help="Search time budget per query in s (app default 3.5: too tight here)."),
+    ] = 60.0,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Settings override KEY=VALUE (repeatable): --set rrf_k=30."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Results file stem under $QUIRE_HOME/eval.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """nDCG@10, Recall@100, MRR@10 and latency of real ingestion + search on a BEIR set."""
+    from rich.table import Column
+
+    from agent.benchmarks import SHARED_DATA
+    from agent.config import Settings
+    from agent.db.engine import EmbeddingMismatchError
+    from agent.evaluation.retrieval import run_retrieval_eval, write_report
+    from agent.services import open_services
+
+    modes = list(EVAL_MODE_SETS.get(mode, []))
+    if not modes:
+        err.print(f"[red]error:[/red] unknown mode {mode!r}: use {', '.join(EVAL_MODE_SETS)}")
+        raise typer.Exit(2)
+    if rerank:
+        modes.append("hybrid-rerank")
+    folder = dataset or SHARED_DATA / "scifact"
+    if not (folder / "corpus.jsonl").is_file():
+        err.print(f"[red]error:[/red] {folder} is not a BEIR folder (no corpus.jsonl)")
+        raise typer.Exit(2)
+    extra: dict[str, str] = {}
+    for item in overrides or []:
+        key, sep, value = item.partition("=")
+        if not sep or key.strip() not in Settings.model_fields:
+            err.print(f"[red]error:[/red] --set {item!r}: expected KEY=VALUE with a settings field")
+            raise typer.Exit(2)
+        extra[key.strip()] = value
+    settings = Settings(
+        **{"database_name": database, "retrieval_timeout_seconds": timeout, **extra}
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                label = "indexing" if stage == "index" else stage.removeprefix("query:")
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        async def main():
+            services = await open_services(settings)
+            try:
+                report = await run_retrieval_eval(
+                    services,
+                    folder,
+                    user=user,
+                    corpus=corpus,
+                    modes=modes,
+                    split=split,
+                    depth=depth,
+                    limit=limit,
+                    progress=progress,
+                )
+                return report, services.settings.data_dir / "eval"
+            finally:
+                await services.close()
+
+        try:
+            report, out_dir = asyncio.run(main())
+        except EmbeddingMismatchError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+
+    stem = name or "retrieval" + (f"-n{limit}" if limit else "") + ("-rerank" if rerank else "")
+    json_path, png_path = write_report(report, out_dir, stem)
+    if as_json:
+        print(
+            json.dumps(
+                {**report.as_dict(per_query=False), "written": [str(json_path), str(png_path)]},
+                indent=2,
+            )
+        )
+        return
+    table = Table("nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms", "n", "docs/q", "target")
+    table.columns.insert(0, Column("mode", no_wrap=True))
+    for m in report.modes:
+        met = report.target_met(m.mode)
+        target = report.targets.get(m.mode)
+        verdict = "" if met is None else f">={target:g} {'met' if met else 'NOT met'}"
+        table.add_row(
+            m.mode,
+            f"{m.ndcg_at_10:.4f}",
+            f"{m.recall_at_100:.4f}",
+            f"{m.mrr_at_10:.4f}",
+            f"{m.latency_p50_ms:.0f}",
+            f"{m.latency_p95_ms:.0f}",
+            str(m.queries),
+            str(m.documents_per_query),
+            verdict,
+        )
+    out.print(table)
+    published = Table("published (BEIR SciFact test)", "nDCG@10")
+    for p in report.published:
+        published.add_row(p["method"], f"{p['ndcg_at_10']:.4f}")
+    out.print(published)
+    i = report.index
+    out.print(
+        f"index: {i.documents} documents, {i.chunks} chunks "
+        f"({'cached' if i.from_cache else f'{i.ingested} ingested, {i.duplicates} duplicates'}"
+        f", {len(i.failed)} failed, {i.seconds} s); types {i.doc_types}; database {report.database}"
+    )
+    if any(m.timed_out or m.failures for m in report.modes):
+        out.print(
+            "[yellow]timed out / failed searches:[/yellow] "
+            + ", ".join(f"{m.mode} {m.timed_out}/{m.failures}" for m in report.modes)
+        )
+    out.print(f"written: {json_path} and {png_path}")
 
 
 @app.command()
