@@ -498,6 +498,15 @@ async def build_corpus(
         )
         await conn.execute(
             text(
+                "INSERT INTO keyword_postings (term, document_id, chunk_id, tf, chunk_tokens) "
+                "SELECT u.lexeme, c.document_id, c.id, coalesce(array_length(u.positions, 1), 1), "
+                "c.token_count FROM child_chunks c JOIN documents d ON d.id = c.document_id, "
+                "unnest(c.tsv) u WHERE d.user_id = ANY(:u)"
+            ),
+            {"u": user_ids},
+        )
+        await conn.execute(
+            text(
                 "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
                 "updated_at = now() FROM (SELECT c.document_id, count(*) AS n, "
                 "coalesce(sum(c.token_count), 0) AS tokens FROM child_chunks c "
@@ -529,7 +538,8 @@ async def build_corpus(
     t = time.perf_counter()
     async with await psycopg.AsyncConnection.connect(services.urls.libpq, autocommit=True) as c:
         await c.execute(
-            "VACUUM (ANALYZE) documents, parent_chunks, child_chunks, keyword_terms, users"
+            "VACUUM (ANALYZE) documents, parent_chunks, child_chunks, keyword_terms, "
+            "keyword_postings, users"
         )
     analyze_s = time.perf_counter() - t
 

@@ -96,7 +96,7 @@ async def test_changed_file_replaces_document_and_delete_removes_everything(
 
     async with services.engine.begin() as conn:
         assert await documents.delete_document(conn, user.id, second.document_id)
-    for table in ("child_chunks", "parent_chunks", "keyword_terms"):
+    for table in ("child_chunks", "parent_chunks", "keyword_terms", "keyword_postings"):
         left = await _count(
             services, f"SELECT count(*) FROM {table} WHERE document_id = :d", d=second.document_id
         )

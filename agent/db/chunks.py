@@ -68,7 +68,8 @@ async def dense_search(
     return sorted(hits, key=lambda h: h.score, reverse=True)
 
 
-# Okapi BM25 in SQL. Corpus statistics are summed over the visible documents only.
+# Okapi BM25 in SQL over the postings of the query's terms. Corpus statistics (N, avgdl,
+# df) are summed over the visible documents only.
 _BM25_SQL = """
 stats AS (
     SELECT coalesce(sum(d.keyword_chunks), 0)::float8 AS n,
@@ -82,22 +83,16 @@ idf AS (
     FROM q CROSS JOIN stats s
     LEFT JOIN keyword_terms t
            ON t.term = q.term AND t.document_id IN (SELECT id FROM visible)
-    GROUP BY q.term, s.n),
-tsq AS (
-    SELECT array_to_string(array_agg(quote_literal(term)), ' | ')::tsquery AS query FROM q)
-SELECT c.id,
-       sum(i.idf * f.tf * (:k1 + 1)
-           / (f.tf + :k1 * (1 - :b + :b * c.token_count / greatest(s.avgdl, 1)))) AS score
-FROM child_chunks c
-CROSS JOIN tsq
+    GROUP BY q.term, s.n)
+SELECT p.chunk_id AS id,
+       sum(i.idf * p.tf * (:k1 + 1)
+           / (p.tf + :k1 * (1 - :b + :b * p.chunk_tokens / greatest(s.avgdl, 1)))) AS score
+FROM idf i
+JOIN keyword_postings p ON p.term = i.term
 CROSS JOIN stats s
-CROSS JOIN LATERAL (
-    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.tsv) u
-) f
-JOIN idf i ON i.term = f.lexeme
-WHERE c.document_id IN (SELECT id FROM visible) AND c.tsv @@ tsq.query
-GROUP BY c.id
-ORDER BY score DESC, c.id
+WHERE p.document_id IN (SELECT id FROM visible)
+GROUP BY p.chunk_id
+ORDER BY score DESC, p.chunk_id
 LIMIT :k
 """
 

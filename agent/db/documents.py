@@ -232,6 +232,17 @@ async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) 
     """Recompute the document's BM25 statistics from its child chunks' tsvectors."""
     await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": document_id})
     await conn.execute(
+        text("DELETE FROM keyword_postings WHERE document_id = :d"), {"d": document_id}
+    )
+    await conn.execute(
+        text(
+            "INSERT INTO keyword_postings (term, document_id, chunk_id, tf, chunk_tokens) "
+            "SELECT u.lexeme, c.document_id, c.id, coalesce(array_length(u.positions, 1), 1), "
+            "c.token_count FROM child_chunks c, unnest(c.tsv) u WHERE c.document_id = :d"
+        ),
+        {"d": document_id},
+    )
+    await conn.execute(
         text(
             "INSERT INTO keyword_terms (term, document_id, df) "
             "SELECT u.lexeme, c.document_id, count(*) FROM child_chunks c, unnest(c.tsv) u "
