@@ -476,20 +476,23 @@ def plot_report(report: EvalReport, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     names = [m.mode for m in report.modes]
     values = [m.ndcg_at_10 for m in report.modes]
     colors = {"bm25": "#4c72b0", "dense": "#dd8452", "hybrid": "#55a868"}
     bars = ax.bar(
-        names, values, color=[colors.get(n.split("-")[0], "#8172b3") for n in names], width=0.6
+        names, values, color=[colors.get(n, "#8fbf9a") for n in names], width=0.6, zorder=2
     )
     for bar, value, mode in zip(bars, values, report.modes, strict=True):
         ax.annotate(
-            f"{value:.3f}\n(n={mode.queries})",
-            (bar.get_x() + bar.get_width() / 2, value),
+            f"{value:.4f}\nn={mode.queries}",
+            (bar.get_x() + bar.get_width() / 2, value - 0.004),
             ha="center",
-            va="bottom",
+            va="top",
             fontsize=8,
+            color="white",
+            fontweight="bold",
+            zorder=4,
         )
     styles = {"bm25": ":", "dense": "--", "hybrid": "-."}
     cmap = plt.get_cmap("tab10")
@@ -498,14 +501,16 @@ def plot_report(report: EvalReport, path: Path) -> Path:
             pub["ndcg_at_10"],
             linestyle=styles.get(pub["kind"], ":"),
             color=cmap(i),
-            linewidth=1,
+            linewidth=1.2,
             label=f"{pub['method']}: {pub['ndcg_at_10']:.4f}",
+            zorder=3,
         )
-    top = max([*values, *(p["ndcg_at_10"] for p in report.published), 0.0])
-    ax.set_ylim(0, min(1.0, top + 0.15))
-    ax.set_ylabel("nDCG@10")
+    every = [*values, *(p["ndcg_at_10"] for p in report.published)]
+    low, high = (min(every), max(every)) if every else (0.0, 1.0)
+    ax.set_ylim(max(0.0, low - 0.1), min(1.0, high + 0.05))  # zoomed: bars do not start at 0
+    ax.set_ylabel("nDCG@10 (axis zoomed)")
     ax.set_title(f"Quire retrieval on BEIR {report.dataset} ({report.split}) vs published")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="published")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
