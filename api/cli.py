@@ -703,33 +703,41 @@ def eval_retrieval(
             )
         )
         return
-    table = Table("nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms", "n", "docs/q", "target")
+    table = Table("nDCG@10", "R@100", "MRR@10", "p50 ms", "p95 ms", "n", "target")
     table.columns.insert(0, Column("mode", no_wrap=True))
     for m in report.modes:
         met = report.target_met(m.mode)
         target = report.targets.get(m.mode)
-        verdict = "" if met is None else f">={target:g} {'met' if met else 'NOT met'}"
+        verdict = "" if met is None else f"{target:.2f} {'met' if met else 'MISS'}"
         table.add_row(
             m.mode,
             f"{m.ndcg_at_10:.4f}",
-            f"{m.recall_at_100:.4f}",
+            f"{m.recall_at_100:.3f}",
             f"{m.mrr_at_10:.4f}",
             f"{m.latency_p50_ms:.0f}",
             f"{m.latency_p95_ms:.0f}",
             str(m.queries),
-            str(m.documents_per_query),
             verdict,
         )
     out.print(table)
+    out.print(
+        f"k = {report.depth} chunks per query cover, on average, "
+        + ", ".join(f"{m.mode} {m.documents_per_query}" for m in report.modes)
+        + " distinct documents (R@100 counts those)"
+    )
     published = Table("published (BEIR SciFact test)", "nDCG@10")
     for p in report.published:
         published.add_row(p["method"], f"{p['ndcg_at_10']:.4f}")
     out.print(published)
     i = report.index
+    how = (
+        f"cached, built in {i.indexed_seconds} s"
+        if i.from_cache
+        else f"{i.ingested} ingested, {i.duplicates} duplicates, {i.seconds} s"
+    )
     out.print(
-        f"index: {i.documents} documents, {i.chunks} chunks "
-        f"({'cached' if i.from_cache else f'{i.ingested} ingested, {i.duplicates} duplicates'}"
-        f", {len(i.failed)} failed, {i.seconds} s); types {i.doc_types}; database {report.database}"
+        f"index: {i.documents} documents, {i.chunks} chunks ({how}, {len(i.failed)} failed); "
+        f"types {i.doc_types}; database {report.database}"
     )
     if any(m.timed_out or m.failures for m in report.modes):
         out.print(

@@ -148,7 +148,10 @@ class IndexInfo:
     duplicates: int = 0
     failed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    """This run's indexing time (checking the cache only, when nothing was missing)."""
     from_cache: bool = False
+    indexed_seconds: float | None = None
+    """How long the indexing run that built the cached index took."""
     doc_types: dict[str, int] = field(default_factory=dict)
     """Ingestion's document type per abstract (USER, SENSITIVE, FAQ, BOOK)."""
 
@@ -169,12 +172,13 @@ async def _ready_documents(
         return {r.id: (r.doc_type, int(r.chunks)) for r in rows}
 
 
-def _load_cache(path: Path | None) -> dict[str, str]:
+def _load_cache(path: Path | None) -> dict:
     if path is None or not path.is_file():
         return {}
     try:
-        return dict(json.loads(path.read_text()).get("mapping", {}))
-    except (OSError, ValueError, AttributeError):
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
         return {}
 
 
@@ -197,12 +201,14 @@ async def index_corpus(
     stored = await _ready_documents(services, user_id, corpus)
     cached = _load_cache(cache_path)
     mapping: dict[str, str] = {
-        beir: doc
-        for beir, doc in cached.items()
+        str(beir): str(doc)
+        for beir, doc in dict(cached.get("mapping") or {}).items()
         if beir in dataset.corpus and _as_uuid(doc) in stored
     }
     todo = [beir for beir in dataset.corpus if beir not in mapping]
     info = IndexInfo(documents=len(dataset.corpus), from_cache=not todo)
+    if not todo:
+        info.indexed_seconds = cached.get("index_seconds")
     total, done = len(dataset.corpus), len(mapping)
     if progress:
         progress("index", done, total)
@@ -230,23 +236,27 @@ async def index_corpus(
             if progress:
                 progress("index", done, total)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-    info.seconds = round(time.perf_counter() - started, 2)
-    if cache_path is not None and todo:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        cache_path.write_text(
-            json.dumps(
-                {
-                    "dataset": dataset.name,
-                    "corpus": corpus,
-                    "user_id": str(user_id),
-                    "embedding_model": services.embeddings.name,
-                    "index_seconds": info.seconds,
-                    "mapping": mapping,
-                },
-                indent=1,
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    finally:  # an interrupted run keeps what it indexed
+        info.seconds = round(time.perf_counter() - started, 2)
+        if todo:
+            info.indexed_seconds = info.seconds
+        if cache_path is not None and todo:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            cache_path.write_text(
+                json.dumps(
+                    {
+                        "dataset": dataset.name,
+                        "corpus": corpus,
+                        "user_id": str(user_id),
+                        "embedding_model": services.embeddings.name,
+                        "index_seconds": info.seconds,
+                        "mapping": mapping,
+                    },
+                    indent=1,
+                )
             )
-        )
     stored = await _ready_documents(services, user_id, corpus)
     by_document: dict[uuid.UUID, list[str]] = {}
     for beir, doc in mapping.items():
