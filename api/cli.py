@@ -709,6 +709,8 @@ def eval_retrieval(
         met = report.target_met(m.mode)
         target = report.targets.get(m.mode)
         verdict = "" if met is None else f"{target:.2f} {'met' if met else 'MISS'}"
+        if target is not None and met is None:
+            verdict = "subset"
         table.add_row(
             m.mode,
             f"{m.ndcg_at_10:.4f}",

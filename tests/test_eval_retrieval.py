@@ -193,7 +193,10 @@ async def test_eval_end_to_end_on_tiny_set(services, tmp_path):
         cache_dir=tmp_path / "eval",
     )
     assert again.index.from_cache and again.index.ingested == 0
+    assert again.index.indexed_seconds == report.index.seconds
     assert again.modes[0].queries == 2
+    assert report.target_met("hybrid") is not None  # whole split: a verdict
+    assert again.target_met("bm25") is None  # 2 of 5 queries: no verdict
     assert again.modes[0].per_query == {
         q: bm25.per_query[q] | {"ms": again.modes[0].per_query[q]["ms"]} for q in ("q1", "q2")
     }
