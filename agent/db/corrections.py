@@ -9,6 +9,8 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.db.scope import SearchScope
+
 
 class NotYourMessage(PermissionError):
     """The chat message does not exist or belongs to another user."""
@@ -36,12 +38,6 @@ class CorrectionRow:
 _COLUMNS = (
     "k.id, k.user_id, k.document_id, k.chat_message_id, k.question, k.wrong_answer, "
     "k.correction, k.created_at"
-)
-
-# The user's own documents and those shared with them (read access is enough to correct).
-_VISIBLE = (
-    "(d.user_id = :u OR EXISTS (SELECT 1 FROM document_access a "
-    "WHERE a.document_id = d.id AND a.user_id = :u AND a.is_visible))"
 )
 
 
@@ -92,10 +88,11 @@ async def add_correction(
         elif question is None:
             question = message.content
     if document_id is not None:
+        # the user's own documents and those shared with them: read access is enough
+        readable, scope_params = SearchScope(user_id=user_id).visible_documents_sql()
         visible = (
             await conn.execute(
-                text(f"SELECT 1 FROM documents d WHERE d.id = :d AND {_VISIBLE}"),
-                {"d": document_id, "u": user_id},
+                text(f"SELECT 1 WHERE :d IN ({readable})"), {**scope_params, "d": document_id}
             )
         ).first()
         if visible is None:
@@ -153,10 +150,9 @@ async def list_corrections(
             where.append("(k.document_id IS NULL OR k.document_id = :d)")
             params["d"] = document_id
         else:
-            where.append(
-                "(k.document_id IS NULL OR EXISTS (SELECT 1 FROM documents d "
-                f"WHERE d.id = k.document_id AND {_VISIBLE}))"
-            )
+            readable, scope_params = SearchScope(user_id=user_id).visible_documents_sql()
+            where.append(f"(k.document_id IS NULL OR k.document_id IN ({readable}))")
+            params.update(scope_params)
     elif document_id is not None:
         where.append("k.document_id = :d")
         params["d"] = document_id
