@@ -38,7 +38,7 @@ import io
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument, blocks, unwrap
@@ -149,8 +149,6 @@ def _pdfium_texts(data: bytes, page_count: int, max_chars: int) -> list[str | Ex
     """
     import pypdfium2
 
-    texts: list[str | Exception] = []
-    total = 0
     with _PDFIUM_LOCK:
         try:
             # the empty password opens files encrypted with an owner password only, as in pypdf
@@ -166,18 +164,11 @@ def _pdfium_texts(data: bytes, page_count: int, max_chars: int) -> list[str | Ex
                     page_count,
                 )
                 return None
-            for index in range(page_count):
-                try:
-                    text = _pdfium_page_text(document, index)
-                except Exception as exc:
-                    texts.append(exc)
-                    continue
-                total += len(text)
-                _check_chars(total, max_chars)
-                texts.append(text)
+            return _collect_pages(
+                lambda index: _pdfium_page_text(document, index), page_count, max_chars
+            )
         finally:
             document.close()  # closes its pages and text pages too
-    return texts
 
 
 def _pdfium_page_text(document: PdfDocument, index: int) -> str:
@@ -203,11 +194,19 @@ def _pdfium_page_text(document: PdfDocument, index: int) -> str:
 
 def _pypdf_texts(reader: PdfReader, page_count: int, max_chars: int) -> list[str | Exception]:
     """Text of each page by pypdf (slow: pure Python), or why it could not be read."""
+    return _collect_pages(lambda index: _pypdf_page_text(reader, index + 1), page_count, max_chars)
+
+
+def _collect_pages(
+    read: Callable[[int], str], page_count: int, max_chars: int
+) -> list[str | Exception]:
+    """``read(index)`` of every 0-based page, or the exception it raised; refused once the
+    text passes ``max_chars``."""
     texts: list[str | Exception] = []
     total = 0
-    for number in range(1, page_count + 1):
+    for index in range(page_count):
         try:
-            text = _pypdf_page_text(reader, number)
+            text = read(index)
         except Exception as exc:
             texts.append(exc)
             continue
