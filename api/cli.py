@@ -32,6 +32,18 @@ BookOption = Annotated[
 ]
 
 
+def _progress_bar(disable: bool = False) -> Progress:
+    """The CLI's progress display (on stderr): label, bar, done/total, elapsed time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=disable,
+    )
+
+
 def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
     """Open the services, run ``work(services)``, close them; turn known errors into lines."""
     from agent.db.engine import EmbeddingMismatchError
@@ -152,14 +164,7 @@ def ingest(
     async def work(services):
         owner_name = user or services.settings.default_user
         results, failures = [], 0
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            disable=as_json,
-        ) as bar:
+        with _progress_bar(disable=as_json) as bar:
             for source, request in requests:
                 label = "stdin" if source == "stdin" else Path(source).name or source
                 task = bar.add_task(f"{label}: queued", total=None)
@@ -321,13 +326,7 @@ def summarize(
         if doc is None:
             raise _no_such_document(document_id)
         writer = await summary_writer(services.settings, model)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-        ) as bar:
+        with _progress_bar() as bar:
             task = bar.add_task(f"{doc.title}: summaries", total=None)
 
             def progress(p) -> None:
@@ -654,13 +653,7 @@ def eval_retrieval(
         **{"database_name": database, "retrieval_timeout_seconds": timeout, **extra}
     )
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-    ) as bar:
+    with _progress_bar() as bar:
         tasks: dict[str, Any] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
