@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from sqlalchemy import text
 
+from agent.db import chats
 from agent.db.chats import ChatOwnershipError
 from agent.prompts import (
     HISTORY_SUMMARY_BLOCK,
@@ -106,25 +106,11 @@ async def load_memory(
     """
     limit = services.settings.history_messages if limit is None else limit
     async with services.engine.connect() as conn:
-        chat = (
-            await conn.execute(
-                text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
-                {"c": chat_id, "u": user_id},
-            )
-        ).first()
-        if chat is None:
+        owned, summary = await chats.find_conversation_summary(conn, user_id, chat_id)
+        if not owned:
             return ChatMemory()
-        recent: list[tuple[str, str]] = []
-        if limit > 0:
-            rows = await conn.execute(
-                text(
-                    "SELECT role, content FROM chat_messages WHERE chat_id = :c AND user_id = :u "
-                    "ORDER BY created_at DESC, id DESC LIMIT :n"
-                ),
-                {"c": chat_id, "u": user_id, "n": limit},
-            )
-            recent = [(r.role, r.content) for r in rows][::-1]
-    return ChatMemory(summary=chat.conversation_summary or None, recent=recent)
+        recent = await chats.recent_messages(conn, user_id, chat_id, limit) if limit > 0 else []
+    return ChatMemory(summary=summary or None, recent=recent)
 
 
 def history_block(memory: ChatMemory) -> str:
@@ -186,15 +172,9 @@ async def update_summary(
     """
     limit = services.settings.conversation_summary_chars
     async with services.engine.connect() as conn:
-        chat = (
-            await conn.execute(
-                text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
-                {"c": chat_id, "u": user_id},
-            )
-        ).first()
-    if chat is None:
+        owned, previous = await chats.find_conversation_summary(conn, user_id, chat_id)
+    if not owned:
         raise ChatOwnershipError(f"chat {chat_id} is not this user's")
-    previous = chat.conversation_summary
     summary = ""
     if not is_extractive(model):
         try:
@@ -216,14 +196,8 @@ async def update_summary(
     if not summary:
         summary = fallback_summary(previous, question, answer, limit)
     async with services.engine.begin() as conn:
-        result = await conn.execute(
-            text(
-                "UPDATE chats SET conversation_summary = :s, updated_at = now() "
-                "WHERE id = :c AND user_id = :u"
-            ),
-            {"s": summary, "c": chat_id, "u": user_id},
-        )
-    if result.rowcount == 0:
+        stored = await chats.set_conversation_summary(conn, user_id, chat_id, summary)
+    if not stored:
         raise ChatOwnershipError(f"chat {chat_id} is not this user's")
     return summary
 

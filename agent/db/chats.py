@@ -149,3 +149,44 @@ async def messages_this_month(conn: AsyncConnection, user_id: uuid.UUID) -> int:
         )
     ).scalar()
     return int(count or 0)
+
+
+async def find_conversation_summary(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID
+) -> tuple[bool, str | None]:
+    """Whether the chat is the user's, and its running summary if it has one."""
+    row = (
+        await conn.execute(
+            text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
+            {"c": chat_id, "u": user_id},
+        )
+    ).first()
+    return (row is not None, row.conversation_summary if row else None)
+
+
+async def recent_messages(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, limit: int
+) -> list[tuple[str, str]]:
+    """The last ``limit`` ``(role, content)`` pairs of the user's chat, oldest first."""
+    rows = await conn.execute(
+        text(
+            "SELECT role, content FROM chat_messages WHERE chat_id = :c AND user_id = :u "
+            "ORDER BY created_at DESC, id DESC LIMIT :n"
+        ),
+        {"c": chat_id, "u": user_id, "n": limit},
+    )
+    return [(r.role, r.content) for r in rows][::-1]
+
+
+async def set_conversation_summary(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, summary: str
+) -> bool:
+    """Store the chat's running summary; ``False`` if the chat is not the user's."""
+    result = await conn.execute(
+        text(
+            "UPDATE chats SET conversation_summary = :s, updated_at = now() "
+            "WHERE id = :c AND user_id = :u"
+        ),
+        {"s": summary, "c": chat_id, "u": user_id},
+    )
+    return result.rowcount > 0
