@@ -40,6 +40,7 @@ from agent.chat_log import open_chat, over_monthly_limit, save_turn
 from agent.corrections import corrections_prompt, relevant_corrections
 from agent.db.scope import SearchScope
 from agent.memory import (
+    ChatMemory,
     history_block,
     is_extractive,
     load_memory,
@@ -135,6 +136,7 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
     memory = await load_memory(services, user.id, chat_id)
     update = {
         "history": history_block(memory),
+        "memory": {"summary": memory.summary, "recent": [list(t) for t in memory.recent]},
         "question": question,
         "user_id": str(user.id),
         "chat_id": str(chat_id),
@@ -320,7 +322,11 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         rerank=settings.rerank_enabled,
     )
     model = await achat_model(spec, settings, 0.0)
-    memory = await load_memory(services, uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"]))
+    remembered = state.get("memory") or {}
+    memory = ChatMemory(
+        summary=remembered.get("summary"),
+        recent=[(role, content) for role, content in remembered.get("recent", [])],
+    )
     query = await standalone_question(model, state["question"], memory)
     found = await knowledge_search(
         services,

@@ -26,6 +26,8 @@ class ChatState(InputState, total=False):
     """The conversation so far: its running summary, else the last messages."""
     corrections: str
     """The user's corrections relevant to this question, for the prompt."""
+    memory: dict
+    """The chat's memory as loaded at the start of the turn (summary, recent turns)."""
     search_query: str
     """The question made standalone for retrieval (follow-ups)."""
     route: str
