@@ -45,8 +45,8 @@ from sqlalchemy.pool import NullPool
 
 from agent.benchmarks import SHARED_DATA
 from agent.config import Settings, get_settings
-from agent.db.chunks import dense_search, keyword_search
-from agent.db.documents import vector_literal
+from agent.db.chunks import BM25Params, dense_search, keyword_search
+from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, vector_literal
 from agent.db.engine import ensure_embedding_store
 from agent.db.scope import SearchScope
 from agent.db.server import ensure_database, server_url, with_database
@@ -487,24 +487,9 @@ async def build_corpus(
     t = time.perf_counter()
     async with services.engine.begin() as conn:
         # _refresh_keyword_stats for every corpus document at once
-        await conn.execute(
-            text(
-                "INSERT INTO keyword_terms (term, document_id, df) "
-                "SELECT u.lexeme, c.document_id, count(*) FROM child_chunks c "
-                "JOIN documents d ON d.id = c.document_id, unnest(c.tsv) u "
-                "WHERE d.user_id = ANY(:u) GROUP BY u.lexeme, c.document_id"
-            ),
-            {"u": user_ids},
-        )
-        await conn.execute(
-            text(
-                "INSERT INTO keyword_postings (term, document_id, chunk_id, tf, chunk_tokens) "
-                "SELECT u.lexeme, c.document_id, c.id, coalesce(array_length(u.positions, 1), 1), "
-                "c.token_count FROM child_chunks c JOIN documents d ON d.id = c.document_id, "
-                "unnest(c.tsv) u WHERE d.user_id = ANY(:u)"
-            ),
-            {"u": user_ids},
-        )
+        where = "d.user_id = ANY(:u)"
+        await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"u": user_ids})
+        await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"u": user_ids})
         await conn.execute(
             text(
                 "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
@@ -661,7 +646,9 @@ async def bench_retrieval(
             return await dense_search(conn, scope, vector, n)
 
         async def keyword(conn, question=question):
-            return await keyword_search(conn, scope, question, n, settings.bm25_k1, settings.bm25_b)
+            return await keyword_search(
+                conn, scope, question, n, BM25Params.from_settings(settings)
+            )
 
         async def hybrid(_, question=question):
             clear_search_cache()  # every timed question is a new one (the questions repeat)

@@ -156,14 +156,53 @@ async def test_keyword_side_finds_rare_exact_terms(services, alice_reader):
 
     alice, _ = alice_reader
     async with services.engine.connect() as conn:
-        hits = await keyword_search(
-            conn, SearchScope(user_id=alice.id), "Quadrille lobster", 5, 1.2, 0.75
-        )
+        hits = await keyword_search(conn, SearchScope(user_id=alice.id), "Quadrille lobster", 5)
         found = await conn.execute(
             text("SELECT text FROM child_chunks WHERE id = :i"), {"i": hits[0].chunk_id}
         )
         assert "Lobster" in found.scalar()
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_library_bm25_reads_top_postings_yet_scores_exactly(services, alice_reader, new_user):
+    """The library-wide BM25 (impact-ordered postings) agrees with exhaustive scoring, keeps
+    exact scores when it truncates posting lists, and reads documents shared with the user
+    through the same path until the share is revoked."""
+    from agent.db.chunks import BM25Params, keyword_search
+
+    alice, result = alice_reader
+    question = "the Mock Turtle sang about soup to the Gryphon"
+    library, book = SearchScope(user_id=alice.id), SearchScope(alice.id, (result.document_id,))
+    async with services.engine.connect() as conn:
+        exhaustive = await keyword_search(conn, book, question, 400)
+        exact = {h.chunk_id: h.score for h in exhaustive}
+        hits = await keyword_search(conn, library, question, 20)
+        assert [h.chunk_id for h in hits] == [h.chunk_id for h in exhaustive[:20]]
+        assert [h.score for h in hits] == pytest.approx([h.score for h in exhaustive[:20]])
+        # a tiny read budget: fewer candidates, but every score is the exact one
+        tight = await keyword_search(
+            conn, library, question, 10, BM25Params(full_list=0, top_postings=3, rescore=5)
+        )
+        assert 0 < len(tight) <= 10
+        assert all(h.score == pytest.approx(exact[h.chunk_id]) for h in tight)
+        assert [h.score for h in tight] == sorted((h.score for h in tight), reverse=True)
+
+    carol = await new_user("carol-bm25")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": result.document_id, "u": carol.id},
+        )
+    async with services.engine.connect() as conn:
+        shared = await keyword_search(conn, SearchScope(user_id=carol.id), question, 20)
+    assert [h.chunk_id for h in shared] == [h.chunk_id for h in hits]
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": carol.id},
+        )
+    async with services.engine.connect() as conn:
+        assert await keyword_search(conn, SearchScope(user_id=carol.id), question, 20) == []
 
 
 async def test_embedding_store_refuses_another_dimension(services):

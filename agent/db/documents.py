@@ -228,28 +228,38 @@ async def insert_document(
     await _refresh_keyword_stats(conn, doc.id)
 
 
+# BM25's term-frequency factor at a reference chunk length of 60 tokens (k1=1.2, b=0.75).
+# It only orders each term's postings so a search can read the best few first (see
+# migration 0006, which backfills with the same formula); scores are computed exactly.
+POSTING_IMPACT_SQL = "tf / (tf + 1.2 * (0.25 + 0.75 * chunk_tokens / 60.0))"
+
+# Postings and document frequencies of the child chunks of the documents matching
+# ``{where}`` (over ``documents d``); shared by ingestion and the retrieval benchmark.
+KEYWORD_POSTINGS_INSERT = (
+    "INSERT INTO keyword_postings (user_id, term, document_id, chunk_id, tf, chunk_tokens, impact) "
+    f"SELECT user_id, term, document_id, chunk_id, tf, chunk_tokens, {POSTING_IMPACT_SQL} FROM ("
+    "SELECT d.user_id, u.lexeme AS term, c.document_id, c.id AS chunk_id, "
+    "coalesce(array_length(u.positions, 1), 1) AS tf, c.token_count AS chunk_tokens "
+    "FROM child_chunks c JOIN documents d ON d.id = c.document_id, unnest(c.tsv) u "
+    "WHERE {where}) p"
+)
+KEYWORD_TERMS_INSERT = (
+    "INSERT INTO keyword_terms (term, document_id, df) "
+    "SELECT u.lexeme, c.document_id, count(*) FROM child_chunks c "
+    "JOIN documents d ON d.id = c.document_id, unnest(c.tsv) u "
+    "WHERE {where} GROUP BY u.lexeme, c.document_id"
+)
+
+
 async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) -> None:
     """Recompute the document's BM25 statistics from its child chunks' tsvectors."""
     await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": document_id})
     await conn.execute(
         text("DELETE FROM keyword_postings WHERE document_id = :d"), {"d": document_id}
     )
-    await conn.execute(
-        text(
-            "INSERT INTO keyword_postings (term, document_id, chunk_id, tf, chunk_tokens) "
-            "SELECT u.lexeme, c.document_id, c.id, coalesce(array_length(u.positions, 1), 1), "
-            "c.token_count FROM child_chunks c, unnest(c.tsv) u WHERE c.document_id = :d"
-        ),
-        {"d": document_id},
-    )
-    await conn.execute(
-        text(
-            "INSERT INTO keyword_terms (term, document_id, df) "
-            "SELECT u.lexeme, c.document_id, count(*) FROM child_chunks c, unnest(c.tsv) u "
-            "WHERE c.document_id = :d GROUP BY u.lexeme, c.document_id"
-        ),
-        {"d": document_id},
-    )
+    where = "d.id = :d"
+    await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"d": document_id})
+    await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"d": document_id})
     await conn.execute(
         text(
             "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "

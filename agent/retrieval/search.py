@@ -29,12 +29,13 @@ import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from agent.db.chunks import (
+    BM25Params,
     ChunkRecord,
     ScoredChunkId,
     any_chunks,
     dense_search,
     fetch_chunks,
-    fetch_embeddings,
+    fetch_chunks_with_vectors,
     keyword_search,
     library_fingerprint,
 )
@@ -240,8 +241,10 @@ async def search(
 
     ids = [cid for cid, _ in fused]
     async with services.engine.connect() as conn:
-        records = await fetch_chunks(conn, scope, ids)
-        stored = await fetch_embeddings(conn, ids) if vectors else {}
+        if vectors:
+            records, stored = await fetch_chunks_with_vectors(conn, scope, ids)
+        else:
+            records, stored = await fetch_chunks(conn, scope, ids), {}
     clock.lap("fetch")
     similarity = _similarities(stored, vectors)
     scored = _adjust(fused, records, query, settings)
@@ -318,7 +321,7 @@ async def _retrieve(
 
     async def keyword(query: str) -> list[ScoredChunkId]:
         async with services.engine.connect() as conn:
-            return await keyword_search(conn, scope, query, n, settings.bm25_k1, settings.bm25_b)
+            return await keyword_search(conn, scope, query, n, BM25Params.from_settings(settings))
 
     tasks: dict[asyncio.Task, str] = {}
     if options.mode != "bm25":
