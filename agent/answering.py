@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent import prompts
-from agent.retrieval.citations import CitableChunk, cited_ids, guard_citations, unique
+from agent.retrieval.citations import (
+    CitableChunk,
+    cited_ids,
+    guard_citations,
+    unique,
+    unknown_citations,
+)
 from agent.retrieval.hybrid import RetrievedChunk
 
 
@@ -25,6 +31,15 @@ class Answer:
     chunk_map: dict[str, str] = field(default_factory=dict)
     retrieved_chunk_ids: list[str] = field(default_factory=list)
     retrieval_metrics: dict | None = None
+    citations_removed: int = 0
+    """Citations of ids the turn did not retrieve, removed by the guard."""
+
+
+def with_persona(system: str, persona: str | None) -> str:
+    """A system prompt with the chat's persona (tone and role; never the grounding rules)."""
+    if not persona:
+        return system
+    return f"{system}\n\n{prompts.PERSONA_BLOCK.format(persona=persona.strip())}"
 
 
 def _with_guidance(guidance: str, body: str) -> str:
@@ -37,12 +52,13 @@ def grounded_messages(
     context: str,
     system: str = prompts.GROUNDED_SYSTEM,
     guidance: str = "",
+    persona: str | None = None,
 ) -> list[BaseMessage]:
     """System and user messages for answering from context. The system prompt stays a
     stable prefix (the local model reuses its cached tokens); ``guidance`` (the user's
     corrections and the conversation so far) opens the user message."""
     return [
-        SystemMessage(system.format(name=name)),
+        SystemMessage(with_persona(system.format(name=name), persona)),
         HumanMessage(
             _with_guidance(
                 guidance, prompts.GROUNDED_USER.format(context=context, question=question)
@@ -51,10 +67,12 @@ def grounded_messages(
     ]
 
 
-def general_messages(name: str, question: str, guidance: str = "") -> list[BaseMessage]:
+def general_messages(
+    name: str, question: str, guidance: str = "", persona: str | None = None
+) -> list[BaseMessage]:
     """Messages for a reply that needs no documents."""
     return [
-        SystemMessage(prompts.GENERAL_SYSTEM.format(name=name)),
+        SystemMessage(with_persona(prompts.GENERAL_SYSTEM.format(name=name), persona)),
         HumanMessage(_with_guidance(guidance, question)),
     ]
 
@@ -94,6 +112,7 @@ def finish_grounded(
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
+    removed = unknown_citations(raw, (c.citation_id for c in citable))
     text = guard_citations(raw, citable)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
@@ -106,16 +125,19 @@ def finish_grounded(
         sources=unique(c["source"] for c in (cited or retrieved)),
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
+        citations_removed=removed,
     )
 
 
 _WEB_ID = re.compile(r"#web_(\d+)\b")
 
 
-def web_messages(name: str, question: str, results: str) -> list[BaseMessage]:
+def web_messages(
+    name: str, question: str, results: str, persona: str | None = None
+) -> list[BaseMessage]:
     """Messages for answering from web results (cited as ``#web_N``)."""
     return [
-        SystemMessage(prompts.WEB_ANSWER_SYSTEM.format(name=name)),
+        SystemMessage(with_persona(prompts.WEB_ANSWER_SYSTEM.format(name=name), persona)),
         HumanMessage(f"Web results:\n\n{results}\n\nQuestion: {question}"),
     ]
 
@@ -135,3 +157,43 @@ def finish_web(raw: str, citations: list[dict], *, model_used: str, tokens_used:
         citations=cited,
         sources=unique(c["url"] for c in (cited or citations)),
     )
+
+
+def mixed_messages(
+    name: str,
+    question: str,
+    context: str,
+    web_results: str,
+    guidance: str = "",
+    persona: str | None = None,
+) -> list[BaseMessage]:
+    """Messages for answering from document passages and web results together."""
+    body = prompts.MIXED_ANSWER_USER.format(
+        context=context or "(none)", web=web_results, question=question
+    )
+    return [
+        SystemMessage(with_persona(prompts.MIXED_ANSWER_SYSTEM.format(name=name), persona)),
+        HumanMessage(_with_guidance(guidance, body)),
+    ]
+
+
+def finish_mixed(
+    raw: str,
+    retrieved: list[dict],
+    web: list[dict],
+    *,
+    route: str,
+    model_used: str,
+    tokens_used: int,
+) -> Answer:
+    """Guard both kinds of citation: ``#chk_`` against the chunks, ``#web_N`` against the
+    results; citations and sources list the documents first, then the web."""
+    answer = finish_grounded(
+        raw, retrieved, route=route, model_used=model_used, tokens_used=tokens_used
+    )
+    from_web = finish_web(answer.text, web, model_used=model_used, tokens_used=tokens_used)
+    answer.text = from_web.text
+    answer.citations = answer.citations + from_web.citations
+    documents = answer.sources if any(c.get("kind") != "web" for c in answer.citations) else []
+    answer.sources = unique([*documents, *from_web.sources])
+    return answer

@@ -33,6 +33,7 @@ async def save_turn(
                     tokens_used=answer.tokens_used,
                     model_used=answer.model_used,
                     retrieval_metrics=answer.retrieval_metrics,
+                    citations_removed=answer.citations_removed,
                 ),
             ],
         )
@@ -50,8 +51,14 @@ async def over_monthly_limit(services: Services, user_id: uuid.UUID) -> bool:
 
 
 async def open_chat(
-    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, first_question: str
-) -> None:
-    """Create the chat on its first turn; refuse a chat that belongs to another user."""
+    services: Services,
+    user_id: uuid.UUID,
+    chat_id: uuid.UUID,
+    first_question: str,
+    persona: str | None = None,
+) -> str | None:
+    """Create the chat on its first turn (refusing a chat that belongs to another user) and
+    return its persona, after setting it when ``persona`` is given."""
     async with services.engine.begin() as conn:
         await chats.ensure_chat(conn, user_id, chat_id, title=first_question[:80])
+        return await chats.chat_persona(conn, user_id, chat_id, persona)

@@ -169,6 +169,19 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 64
 
+    # --- ReAct tool selection (seed 003) ----------------------------------------------------
+    tool_selection: bool = Field(
+        default=False,
+        description="Path A: after retrieval the model decides to answer from the passages, "
+        "call search_knowledge / web_search first, or answer from general knowledge.",
+    )
+    max_tool_calls: int = Field(default=2, description="Tool calls allowed per turn.")
+    previous_discussion_k: int = Field(
+        default=3,
+        description="Earlier turns of the user's chats given as background (seed 001; "
+        "+0.2 same chat, +0.1 recent); 0 turns it off, and turns are no longer embedded.",
+    )
+
     # --- retrieval pipeline (seed 002 steps 1-8, seed 001 metrics) ------------------------
     query_expansion: bool = Field(
         default=False, description="Rewrite the question into up to 3 more queries (LLM)."

@@ -7,6 +7,7 @@ import json
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +30,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 BookOption = Annotated[
     str | None,
     typer.Option("--book", help="Put one book in scope: its document id or title."),
+]
+PersonaOption = Annotated[
+    str | None,
+    typer.Option("--persona", help="A persona for this chat (tone and role); the chat keeps it."),
 ]
 
 
@@ -415,19 +420,23 @@ def ask(
     user: UserOption = None,
     chat: Annotated[str | None, typer.Option(help="Chat id to add this turn to.")] = None,
     book: BookOption = None,
+    persona: PersonaOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Ask one question about your documents; the answer streams, with citations."""
-    from graphs.chat import graph
+    from graphs.chat import graph, wait_for_background
     from graphs.context import Context
 
     async def work(services):
-        context = Context(user=user or services.settings.default_user, chat_id=chat, book=book)
+        context = Context(
+            user=user or services.settings.default_user, chat_id=chat, book=book, persona=persona
+        )
         state, streamed = await _stream_turn(graph, question, context, {}, echo=not as_json)
         if as_json:
             print(json.dumps(_answer_json(state), indent=2, ensure_ascii=False))
         else:
             _print_footer(state, streamed)
+        await wait_for_background(timeout=300)  # the chat summary and turn memory
 
     _run(work)
 
@@ -437,11 +446,12 @@ def chat(
     user: UserOption = None,
     chat_id: Annotated[str | None, typer.Option("--chat", help="Resume this chat.")] = None,
     book: BookOption = None,
+    persona: PersonaOption = None,
 ) -> None:
     """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    from graphs.chat import build_graph
+    from graphs.chat import build_graph, wait_for_background
     from graphs.context import Context
 
     async def work(services):
@@ -450,7 +460,10 @@ def chat(
             await saver.setup()
             graph = build_graph().compile(checkpointer=saver)
             context = Context(
-                user=user or services.settings.default_user, chat_id=thread, book=book
+                user=user or services.settings.default_user,
+                chat_id=thread,
+                book=book,
+                persona=persona,
             )
             err.print(f"[dim]chat {thread} · type /quit to leave[/dim]")
             while True:
@@ -466,6 +479,8 @@ def chat(
                 config = {"configurable": {"thread_id": thread}}
                 state, streamed = await _stream_turn(graph, question, context, config, echo=True)
                 _print_footer(state, streamed)
+                context = replace(context, persona=None)  # kept with the chat from now on
+            await wait_for_background(timeout=300)
 
     _run(work)
 
@@ -568,6 +583,87 @@ def bench_retrieval_command(
     out.print(f"hybrid stages p50 ms: {figures.hybrid_stages_p50_ms}")
     out.print(f"machine: {machine()}")
     out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
+
+
+@bench_app.command("answers")
+def bench_answers_command(
+    model: Annotated[
+        str, typer.Option(help="Chat model spec for every path ('extractive': fast plumbing run).")
+    ] = "local",
+    repeat: Annotated[int, typer.Option(min=1, help="Times each question is asked.")] = 1,
+    llm_summaries: Annotated[
+        bool,
+        typer.Option(
+            "--llm-summaries",
+            help="Write the book's summaries with the model (slow), not extractive.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """TTFT, total time and tokens in/out per chat path (database quire_bench_answers)."""
+    from rich.table import Column
+
+    from agent.bench_answers import figures_json, run_answers_bench
+    from agent.benchmarks import machine, write_results
+    from agent.db.engine import EmbeddingMismatchError
+
+    try:
+        figures, data_dir = asyncio.run(
+            run_answers_bench(
+                model, repeat, llm_summaries, log=lambda m: err.print(f"[dim]{m}[/dim]")
+            )
+        )
+    except EmbeddingMismatchError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    payload = figures_json(figures)
+    written = write_results("answers", payload, data_dir / "bench")
+    if as_json:
+        print(json.dumps({"machine": machine(), "results": payload, "written": str(written)}))
+        return
+    b, s = figures.book, figures.summary
+    summary_setup = "reused" if s["reused"] else f"written in {s['seconds']} s"
+    out.print(
+        f"book: {b['title']} ({b['chunks']} chunks, {b['status']} in {b['seconds']} s); "
+        f"global summary by {s['model']} ({s['writer']} writer, {summary_setup})"
+    )
+    table = Table(
+        Column("path", no_wrap=True),
+        "questions",
+        "TTFT p50 s",
+        "total p50 s",
+        "total max s",
+        "tokens in",
+        "tokens out",
+        "route matches",
+        title=f"model {figures.model}, repeat {figures.repeat}",
+    )
+    for p in figures.paths:
+        if p.skipped:
+            table.add_row(p.path, str(p.questions), f"skipped: {p.skipped}", *[""] * 5)
+            continue
+        table.add_row(
+            p.path,
+            str(p.questions),
+            str(p.ttft_p50_s),
+            str(p.total_p50_s),
+            str(p.total_max_s),
+            str(p.tokens_in_mean),
+            str(p.tokens_out_mean),
+            f"{p.route_matches}/{p.runs}",
+        )
+    out.print(table)
+    out.print("[dim]tokens: mean per question, every model call of the turn[/dim]")
+    for line in figures.mismatches:
+        out.print(f"[yellow]route mismatch:[/yellow] {line}", highlight=False)
+    out.print(
+        f"tokens from: {figures.usage_source}; load avg {figures.load_avg_before} -> "
+        f"{figures.load_avg_after}; {figures.seconds} s in all"
+    )
+    for note in figures.notes:
+        out.print(f"[dim]- {note}[/dim]")
+    out.print(f"machine: {machine()}")
+    out.print(f"written: {written}")
 
 
 eval_app = typer.Typer(help="Retrieval quality on public test sets.", no_args_is_help=True)

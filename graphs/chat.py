@@ -7,6 +7,9 @@
                    -> web_search  -> save          (current events)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
                                -> not_covered -> save   (relevance gate: nothing relevant)
+                               -> decide <-> call_tool  (Path A with tool selection, seed 003:
+                                  -> generate / not_covered   answer, or search again / the
+                                                              web, at most max_tool_calls)
                    -> refuse      -> save          (an unknown --book; over the monthly
                                   -> END            limit nothing is saved or counted)
 
@@ -16,6 +19,7 @@ Nodes are thin: each calls into ``agent`` and returns a partial state update.
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from typing import Literal
 
@@ -30,10 +34,13 @@ from agent.answering import (
     Answer,
     chunk_payload,
     finish_grounded,
+    finish_mixed,
     finish_web,
     general_messages,
     grounded_messages,
+    mixed_messages,
     web_messages,
+    with_persona,
 )
 from agent.books import UnknownBook, only_book, resolve_book
 from agent.chat_log import open_chat, over_monthly_limit, save_turn
@@ -53,6 +60,8 @@ from agent.retrieval.knowledge import knowledge_search
 from agent.retrieval.search import SearchOptions
 from agent.router import classify_route
 from agent.services import get_services
+from agent.tool_selection import KNOWLEDGE, WEB, decide_tool
+from agent.turn_memory import previous_discussion, previous_discussion_block, remember_turn
 from graphs.context import Context
 from graphs.state import ChatState, InputState, OutputState
 from tools.web_search import (
@@ -86,8 +95,16 @@ def _answer_update(answer: Answer) -> dict:
         "chunk_map": answer.chunk_map,
         "model_used": answer.model_used,
         "tokens_used": answer.tokens_used,
+        "citations_removed": answer.citations_removed,
         "messages": [AIMessage(answer.text, id=str(uuid.uuid4()))],
     }
+
+
+def _personalised(messages: list[BaseMessage], persona: str | None) -> list[BaseMessage]:
+    """``messages`` with the chat's persona added to the system message."""
+    if not persona or not messages or not isinstance(messages[0], SystemMessage):
+        return messages
+    return [SystemMessage(with_persona(str(messages[0].content), persona)), *messages[1:]]
 
 
 async def _stream_text(model, messages: list[BaseMessage]) -> tuple[str, int]:
@@ -132,9 +149,19 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
             "route": "over_limit",
             "answer": prompts.MONTHLY_LIMIT.format(limit=limit),
         }
-    await open_chat(services, user.id, chat_id, question)
+    persona = await open_chat(services, user.id, chat_id, question, ctx.persona)
     memory = await load_memory(services, user.id, chat_id)
     update = {
+        "persona": persona or "",
+        "tools_enabled": settings.tool_selection
+        if ctx.tool_selection is None
+        else ctx.tool_selection,
+        "relevant": False,
+        "decision": {},
+        "tool_log": [],
+        "web_results": [],
+        "web_context": "",
+        "citations_removed": 0,
         "history": history_block(memory),
         "memory": {"summary": memory.summary, "recent": [list(t) for t in memory.recent]},
         "question": question,
@@ -179,8 +206,9 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 
 def _guidance(state: ChatState) -> str:
-    """The user's relevant corrections, then the conversation so far."""
-    return "\n\n".join(p for p in (state.get("corrections"), state.get("history")) if p)
+    """The user's relevant corrections, the conversation so far, then earlier discussions."""
+    parts = (state.get("corrections"), state.get("history"), state.get("discussion"))
+    return "\n\n".join(p for p in parts if p)
 
 
 def pick_path(
@@ -223,7 +251,12 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     model = await achat_model(spec, settings, settings.temperature_general)
     text, tokens = await _stream_text(
         model,
-        general_messages(settings.assistant_name, state["question"], state.get("history", "")),
+        general_messages(
+            settings.assistant_name,
+            state["question"],
+            state.get("history", ""),
+            persona=state.get("persona"),
+        ),
     )
     return _answer_update(
         Answer(
@@ -245,7 +278,7 @@ async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
         return {"route": "hybrid"}
     spec = _model_spec(runtime, settings.chat_model)
     model = await achat_model(spec, settings, settings.temperature_summary)
-    text, tokens = await _stream_text(model, prompt.messages)
+    text, tokens = await _stream_text(model, _personalised(prompt.messages, state.get("persona")))
     return _answer_update(
         Answer(
             text=text,
@@ -293,7 +326,12 @@ async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
     model = await achat_model(spec, settings, settings.temperature_specific)
     raw, tokens = await _stream_text(
         model,
-        web_messages(settings.assistant_name, state["question"], format_web_results(results)),
+        web_messages(
+            settings.assistant_name,
+            state["question"],
+            format_web_results(results),
+            persona=state.get("persona"),
+        ),
     )
     return _answer_update(
         finish_web(
@@ -328,17 +366,27 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
         recent=[(role, content) for role, content in remembered.get("recent", [])],
     )
     query = await standalone_question(model, state["question"], memory)
-    found = await knowledge_search(
-        services,
-        _scope(state, runtime),
-        query,
-        options,
-        max_chars=settings.context_budget(spec),
-        model=model,
+    user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
+    found, past = await asyncio.gather(
+        knowledge_search(
+            services,
+            _scope(state, runtime),
+            query,
+            options,
+            max_chars=settings.context_budget(spec),
+            model=model,
+        ),
+        previous_discussion(services, user_id, chat_id, query, k=settings.previous_discussion_k)
+        if settings.previous_discussion_k
+        else asyncio.sleep(0, result=[]),
     )
+    shown = {content for _, content in memory.recent}  # already in the history block
+    past = [t for t in past if t.question not in shown and t.answer not in shown]
     built = found.context
     return {
         "search_query": query,
+        "discussion": previous_discussion_block(past),
+        "relevant": bool(built.chunks) and found.result.layer not in _BELOW_RELEVANCE,
         "retrieval": found.result.metrics.as_dict(),
         "context": built.text,
         "retrieved": [
@@ -348,13 +396,108 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     }
 
 
-def relevance_gate(state: ChatState) -> Literal["generate", "not_covered"]:
-    """Answer from the documents only when retrieval found something relevant: results from
-    the layers below the relevance floor (nearest-anything, any chunk) do not count."""
-    layer = (state.get("retrieval") or {}).get("layer")
-    if state.get("retrieved") and layer not in ("any_embedded", "any_chunk", "none"):
-        return "generate"
-    return "not_covered"
+_BELOW_RELEVANCE = ("any_embedded", "any_chunk", "none")
+"""Fallback layers whose results are not evidence (nearest-anything, any chunk, nothing)."""
+
+
+def relevance_gate(state: ChatState) -> Literal["decide", "generate", "not_covered"]:
+    """Path A with tool selection goes on to the tool decision; otherwise answer from the
+    documents only when retrieval found something above the relevance floor."""
+    if state["route"] == "hybrid" and state.get("tools_enabled"):
+        return "decide"
+    return "generate" if state.get("relevant") else "not_covered"
+
+
+async def decide(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """ReAct step (seed 003): with the relevant passages in view, answer now or call a tool."""
+    services = await get_services()
+    settings = services.settings
+    log = state.get("tool_log") or []
+    tools = [KNOWLEDGE] + ([WEB] if web_search_available(settings) else [])
+    if len(log) >= settings.max_tool_calls:
+        return {"decision": {"tool": "none", "query": ""}}
+    spec = _model_spec(runtime, settings.chat_model)
+    model = await achat_model(spec, settings, 0.0)
+    decision = await decide_tool(
+        model,
+        state["question"],
+        tools,
+        context=state["context"] if state.get("relevant") else None,
+        observations=[f"{e['tool']}({e['query']!r}): {e['outcome']}" for e in log],
+        constrained_json=spec == "local",
+    )
+    query = decision.query or state.get("search_query") or state["question"]
+    if any(e["tool"] == decision.tool and e["query"] == query for e in log):
+        return {"decision": {"tool": "none", "query": ""}}  # the same call again: answer now
+    return {"decision": {"tool": decision.tool, "query": query}}
+
+
+_WEB_ID = re.compile(r"#web_\d+\b")
+
+
+def _shift_web_id(web_id: str, offset: int) -> str:
+    return f"#web_{int(web_id.removeprefix('#web_')) + offset}"
+
+
+def after_decide(state: ChatState) -> Literal["call_tool", "generate", "not_covered"]:
+    """Call the chosen tool, or answer from what the turn has (passages, web results)."""
+    if state["decision"].get("tool", "none") != "none":
+        return "call_tool"
+    return "generate" if state.get("relevant") or state.get("web_context") else "not_covered"
+
+
+async def call_tool(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """Run the chosen tool and add what it found to the turn's context."""
+    services = await get_services()
+    settings = services.settings
+    tool, query = state["decision"]["tool"], state["decision"]["query"]
+    log = list(state.get("tool_log") or [])
+    if tool == WEB:
+        try:
+            results = await search_web(query, settings)
+        except WebSearchError as exc:
+            log.append({"tool": tool, "query": query, "outcome": f"failed: {exc}"})
+            return {"tool_log": log}
+        # ids continue after earlier web calls' so every #web_N stays unique this turn
+        known = state.get("web_results") or []
+        offset = len(known)
+        cited = [{**c, "id": _shift_web_id(c["id"], offset)} for c in web_citations(results)]
+        text = _WEB_ID.sub(lambda m: _shift_web_id(m.group(0), offset), format_web_results(results))
+        log.append({"tool": tool, "query": query, "outcome": f"{len(cited)} web results"})
+        context = "\n\n".join(p for p in (state.get("web_context"), text) if p)
+        return {"tool_log": log, "web_results": known + cited, "web_context": context}
+    spec = _model_spec(runtime, settings.chat_model)
+    budget = max(settings.context_budget(spec) - len(state.get("context", "")), 400)
+    found = await knowledge_search(
+        services,
+        _scope(state, runtime),
+        query,
+        SearchOptions(k=settings.top_k(spec), threshold=settings.threshold_specific),
+        max_chars=budget,
+    )
+    seen = {c["id"] for c in state.get("retrieved", [])}
+    fresh = [c for c in found.context.chunks if c.citation_id not in seen]
+    relevant = bool(fresh) and found.result.layer not in _BELOW_RELEVANCE
+    log.append(
+        {
+            "tool": tool,
+            "query": query,
+            "outcome": f"{len(fresh)} new passages" if relevant else "nothing relevant",
+        }
+    )
+    if not relevant:
+        return {"tool_log": log}
+    payloads = [
+        chunk_payload(c, settings.citation_preview_chars, found.context.bodies[c.citation_id])
+        for c in fresh
+    ]
+    context = state.get("context", "") if state.get("relevant") else ""
+    return {
+        "tool_log": log,
+        "relevant": True,
+        "retrieved": (state.get("retrieved", []) if state.get("relevant") else []) + payloads,
+        "context": "\n\n".join(p for p in (context, found.context.text) if p),
+    }
 
 
 async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -366,7 +509,12 @@ async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
     text, tokens = await _stream_text(
         model,
         [
-            SystemMessage(prompts.NOT_COVERED_SYSTEM.format(name=settings.assistant_name)),
+            SystemMessage(
+                with_persona(
+                    prompts.NOT_COVERED_SYSTEM.format(name=settings.assistant_name),
+                    state.get("persona"),
+                )
+            ),
             HumanMessage(
                 _guidance(state) + "\n\n" + state["question"]
                 if _guidance(state)
@@ -385,7 +533,8 @@ async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 
 async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """Answer from the context with inline ``#chk_`` citations, then guard them."""
+    """Answer from the context with inline ``#chk_`` citations (and ``#web_N`` when a web
+    search ran), then guard them."""
     services = await get_services()
     settings = services.settings
     deep = state["route"] == "deep_reasoning"
@@ -394,21 +543,57 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     temperature = settings.temperature_reasoning if deep else settings.temperature_specific
     model = await achat_model(spec, settings, temperature)
+    label = model_label(spec)
+    context = state["context"] if state.get("relevant") else ""
+    retrieved = state["retrieved"] if state.get("relevant") else []
+    if state.get("web_context"):
+        raw, tokens = await _stream_text(
+            model,
+            mixed_messages(
+                settings.assistant_name,
+                state["question"],
+                context,
+                state["web_context"],
+                _guidance(state),
+                persona=state.get("persona"),
+            ),
+        )
+        answer = finish_mixed(
+            raw,
+            retrieved,
+            state.get("web_results", []),
+            route=state["route"],
+            model_used=f"web_search_{label}",
+            tokens_used=tokens,
+        )
+        return _answer_update(answer)
     system = prompts.DEEP_SYSTEM if deep else prompts.GROUNDED_SYSTEM
     raw, tokens = await _stream_text(
         model,
         grounded_messages(
-            settings.assistant_name, state["question"], state["context"], system, _guidance(state)
+            settings.assistant_name,
+            state["question"],
+            context,
+            system,
+            _guidance(state),
+            persona=state.get("persona"),
         ),
     )
     answer = finish_grounded(
         raw,
-        state["retrieved"],
+        retrieved,
         route=state["route"],
-        model_used=f"{'deep_reasoner' if deep else 'investigator'}_{model_label(spec)}",
+        model_used=f"{'deep_reasoner' if deep else 'investigator'}_{label}",
         tokens_used=tokens,
     )
     return _answer_update(answer)
+
+
+def _metrics_with_tools(state: ChatState) -> dict | None:
+    metrics = state.get("retrieval") or None
+    if state.get("tool_log"):
+        return {**(metrics or {}), "tools": state["tool_log"]}
+    return metrics
 
 
 async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -423,24 +608,43 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
         sources=state.get("sources", []),
         chunk_map=state.get("chunk_map", {}),
         retrieved_chunk_ids=[c["chunk_id"] for c in state.get("retrieved", [])],
-        retrieval_metrics=state.get("retrieval"),
+        retrieval_metrics=_metrics_with_tools(state),
+        citations_removed=state.get("citations_removed", 0),
     )
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
-    await save_turn(services, user_id, chat_id, state["question"], answer)
+    message_ids = await save_turn(services, user_id, chat_id, state["question"], answer)
     settings = services.settings
+    if settings.previous_discussion_k and answer.route not in ("direct", "general"):
+        _in_background(
+            remember_turn(
+                services, user_id, chat_id, state["question"], answer.text, message_ids[-1]
+            )
+        )
     model = await achat_model(_model_spec(runtime, settings.chat_model), settings, 0.0)
     summary = update_summary(services, user_id, chat_id, state["question"], answer.text, model)
     if is_extractive(model):
         await summary
     else:  # an LLM call: keep it off the answer's critical path
-        task = asyncio.get_running_loop().create_task(summary)
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+        _in_background(summary)
     return {}
 
 
 _background: set[asyncio.Task] = set()
-"""Conversation-summary updates in flight (strong references until they finish)."""
+"""Work after a turn (summary update, turn embedding) in flight: strong references until
+each finishes."""
+
+
+def _in_background(work) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def wait_for_background(timeout: float | None = None) -> None:
+    """Let the work started after earlier turns finish (a CLI process about to exit)."""
+    pending = [t for t in _background if not t.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)
 
 
 def build_graph():
@@ -456,6 +660,8 @@ def build_graph():
         overview,
         web_search,
         retrieve,
+        decide,
+        call_tool,
         generate,
         not_covered,
         save,
@@ -465,6 +671,8 @@ def build_graph():
     builder.add_conditional_edges("route", pick_path)
     builder.add_conditional_edges("overview", after_overview)
     builder.add_conditional_edges("retrieve", relevance_gate)
+    builder.add_conditional_edges("decide", after_decide)
+    builder.add_edge("call_tool", "decide")
     builder.add_conditional_edges("refuse", after_refusal)
     for node in ("direct", "general", "web_search", "generate", "not_covered"):
         builder.add_edge(node, "save")

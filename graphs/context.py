@@ -21,6 +21,16 @@ class Context:
         default=None,
         metadata={"description": "One book in scope: its document id or title (default: all)."},
     )
+    persona: str | None = field(
+        default=None,
+        metadata={
+            "description": "Persona for this chat (tone and role); kept for its later turns."
+        },
+    )
+    tool_selection: bool | None = field(
+        default=None,
+        metadata={"description": "Let the model call search_knowledge / web_search (ReAct)."},
+    )
     chat_model: str | None = field(
         default=None,
         metadata={"description": "Override QUIRE_CHAT_MODEL, e.g. 'openai:gpt-4o-mini'."},

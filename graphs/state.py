@@ -28,6 +28,8 @@ class ChatState(InputState, total=False):
     """The user's corrections relevant to this question, for the prompt."""
     memory: dict
     """The chat's memory as loaded at the start of the turn (summary, recent turns)."""
+    discussion: str
+    """The user's earlier turns relevant to this question (background, not citable)."""
     search_query: str
     """The question made standalone for retrieval (follow-ups)."""
     route: str
@@ -41,6 +43,17 @@ class ChatState(InputState, total=False):
     tokens_used: int
     retrieval: dict
     """The retrieval's metrics: stage timings, queries, layer, results, context length."""
+    relevant: bool
+    """Whether retrieval found passages above the relevance floor."""
+    persona: str
+    tools_enabled: bool
+    decision: dict
+    """The latest tool decision: ``{"tool": ..., "query": ...}``."""
+    tool_log: list[dict]
+    """Tool calls made this turn (tool, query, what came back)."""
+    web_results: list[dict]
+    web_context: str
+    citations_removed: int
 
 
 class OutputState(TypedDict, total=False):
@@ -56,3 +69,5 @@ class OutputState(TypedDict, total=False):
     tokens_used: int
     chat_id: str
     retrieval: dict
+    tool_log: list[dict]
+    citations_removed: int

@@ -29,6 +29,8 @@ class NewMessage:
     tokens_used: int | None = None
     model_used: str | None = None
     retrieval_metrics: dict | None = None
+    citations_removed: int = 0
+    """``#chk_`` ids the citation guard removed from the answer (unknown to the turn)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,22 @@ async def ensure_chat(
         raise ChatOwnershipError(f"chat {chat_id} does not belong to this user")
 
 
+async def chat_persona(
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, persona: str | None = None
+) -> str | None:
+    """The chat's persona: set it when ``persona`` is given (empty clears it), else read it."""
+    if persona is not None:
+        await conn.execute(
+            text("UPDATE chats SET persona = :p WHERE id = :c AND user_id = :u"),
+            {"p": persona.strip() or None, "c": chat_id, "u": user_id},
+        )
+    row = await conn.execute(
+        text("SELECT persona FROM chats WHERE id = :c AND user_id = :u"),
+        {"c": chat_id, "u": user_id},
+    )
+    return row.scalar()
+
+
 async def add_messages(
     conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, messages: list[NewMessage]
 ) -> list[uuid.UUID]:
@@ -76,9 +94,9 @@ async def add_messages(
             text(
                 "INSERT INTO chat_messages (id, chat_id, user_id, role, content, route, "
                 "retrieved_chunk_ids, sources, chunk_map, citations, tokens_used, model_used, "
-                "retrieval_metrics) VALUES (:id, :chat, :u, :role, :content, :route, :chunks, "
-                ":sources, CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), :tokens, :model, "
-                "CAST(:metrics AS jsonb))"
+                "retrieval_metrics, citations_removed) VALUES (:id, :chat, :u, :role, :content, "
+                ":route, :chunks, :sources, CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), "
+                ":tokens, :model, CAST(:metrics AS jsonb), :removed)"
             ),
             {
                 "id": message_id,
@@ -94,6 +112,7 @@ async def add_messages(
                 "tokens": m.tokens_used,
                 "model": m.model_used,
                 "metrics": json.dumps(m.retrieval_metrics) if m.retrieval_metrics else None,
+                "removed": m.citations_removed,
             },
         )
     await conn.execute(text("UPDATE chats SET updated_at = now() WHERE id = :c"), {"c": chat_id})

@@ -44,6 +44,15 @@ def cited_ids(answer: str) -> list[str]:
     return list(seen)
 
 
+def unknown_citations(answer: str, known: Iterable[str]) -> int:
+    """How many citations in ``answer`` name an id outside ``known`` (each occurrence counts):
+    what the guard removes, recorded with the message."""
+    allowed = set(known)
+    return sum(
+        1 for m in CITATION_RE.finditer(answer) if "#chk_" + m.group(1).lower() not in allowed
+    )
+
+
 def _best_support(terms: set[str], chunks: Sequence[CitableChunk], vocab: dict) -> tuple[str, int]:
     best_id, best = chunks[0].citation_id, -1
     for c in chunks:  # ties go to the better-ranked chunk
