@@ -139,10 +139,10 @@ class ExtractiveChatModel(BaseChatModel):
     def _answer(self, messages: list[BaseMessage]) -> str:
         prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
         prompt = prompt if isinstance(prompt, str) else str(prompt)
-        question = prompt.rsplit("Question:", 1)[-1]
+        passages, _, question = prompt.rpartition("Question:")
         wanted = content_terms(question)
         best: tuple[int, str, str] | None = None
-        for cid, body in _BLOCK.findall(prompt):
+        for cid, body in _BLOCK.findall(passages or prompt):
             for sentence in re.split(r"(?<=[.!?])\s+", " ".join(body.split())):
                 score = len(wanted & content_terms(sentence))
                 if sentence and (best is None or score > best[0]):
