@@ -56,6 +56,12 @@ from agent.memory import (
 )
 from agent.models import achat_model, model_label
 from agent.overview import overview_prompt
+from agent.question_lookup import (
+    citable_questions,
+    find_numbered_questions,
+    question_context,
+    question_numbers,
+)
 from agent.retrieval.knowledge import knowledge_search
 from agent.retrieval.search import SearchOptions
 from agent.router import classify_route
@@ -343,6 +349,10 @@ async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
 
 
+async def _nothing() -> list:
+    return []
+
+
 async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Search the visible documents (Path A: specific; Path C: deep) and build the context."""
     services = await get_services()
@@ -367,32 +377,40 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
     query = await standalone_question(model, state["question"], memory)
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
-    found, past = await asyncio.gather(
+    scope = _scope(state, runtime)
+    numbers = question_numbers(state["question"])
+    # the three context sources run side by side (seed 001)
+    found, past, questions = await asyncio.gather(
         knowledge_search(
-            services,
-            _scope(state, runtime),
-            query,
-            options,
-            max_chars=settings.context_budget(spec),
-            model=model,
+            services, scope, query, options, max_chars=settings.context_budget(spec), model=model
         ),
         previous_discussion(services, user_id, chat_id, query, k=settings.previous_discussion_k)
         if settings.previous_discussion_k
-        else asyncio.sleep(0, result=[]),
+        else _nothing(),
+        find_numbered_questions(services, scope, numbers) if numbers else _nothing(),
     )
     shown = {content for _, content in memory.recent}  # already in the history block
     past = [t for t in past if t.question not in shown and t.answer not in shown]
+    asked = await citable_questions(services, scope, questions) if questions else []
     built = found.context
+    payloads = [chunk_payload(c, settings.citation_preview_chars, q.text) for q, c in asked]
+    ids = {p["id"] for p in payloads}
+    payloads += [
+        chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
+        for c in built.chunks
+        if c.citation_id not in ids
+    ]
+    relevant = bool(built.chunks) and found.result.layer not in _BELOW_RELEVANCE
+    metrics = found.result.metrics.as_dict()
+    if numbers:
+        metrics["question_numbers"] = {"asked": numbers, "found": [q.number for q, _ in asked]}
     return {
         "search_query": query,
         "discussion": previous_discussion_block(past),
-        "relevant": bool(built.chunks) and found.result.layer not in _BELOW_RELEVANCE,
-        "retrieval": found.result.metrics.as_dict(),
-        "context": built.text,
-        "retrieved": [
-            chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
-            for c in built.chunks
-        ],
+        "relevant": relevant or bool(asked),
+        "retrieval": metrics,
+        "context": "\n\n".join(p for p in (question_context(asked), built.text) if p),
+        "retrieved": payloads,
     }
 
 

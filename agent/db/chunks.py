@@ -196,11 +196,11 @@ async def keyword_search(
     visible, params = scope.visible_documents_sql()
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
+    filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)
+    narrowed = any(f is not None for f in filters)
     if exhaustive:
         sql = f"WITH visible AS ({visible}), {_BM25_STATS} {_BM25_EXACT_SQL}"
     else:
-        filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)
-        narrowed = any(f is not None for f in filters)
         impact = _BM25_IMPACT_SQL.format(
             term_p=_bm25_term("p"),
             own_filter="AND p.document_id IN (SELECT id FROM visible)" if narrowed else "",
@@ -211,12 +211,16 @@ async def keyword_search(
             "per_term": bm25.top_postings,
             "rescore": max(5 * k, bm25.rescore),
         }
-        # tens of thousands of postings are grouped by chunk; the planner, unable to estimate
-        # the per-term LIMITs, would sort them (measured ~2x slower than hashing)
+    # Unfiltered, tens of thousands of postings are grouped by chunk and the planner, unable
+    # to estimate the per-term LIMITs, would sort them (~2x slower than hashing). Not with a
+    # filter: there it would then check each posting against a list of the visible documents
+    # (measured 10x slower on SciFact) instead of hashing them.
+    unsorted = not exhaustive and not narrowed
+    if unsorted:
         await conn.execute(text("SET LOCAL enable_sort = off"))
     rows = await conn.execute(text(sql), params)
     hits = [ScoredChunkId(r.id, float(r.score)) for r in rows]
-    if not exhaustive:
+    if unsorted:
         await conn.execute(text("RESET enable_sort"))  # the caller's later queries plan as usual
     return hits
 
