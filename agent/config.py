@@ -141,7 +141,10 @@ class Settings(BaseSettings):
     max_children_per_parent: int = 1
     mmr_lambda: float = Field(
         default=0.5,
-        description="Relevance vs diversity of the final list (1 = off; LangChain's default 0.5).",
+        description="Relevance vs diversity of the chat context (1 = off). Measured: SciFact "
+        "nDCG@10 of the ranking 0.707 off, 0.703 at 0.8, 0.696 at 0.7, 0.659 at 0.5; but with "
+        "the local model's 2-passage context only 0.5 brings a second, different passage "
+        "(\"Who is Alice's cat?\": Dinah, not two Cheshire Cat passages).",
     )
     mmr_pool_factor: int = 4
     top_k_specific: int = 5
