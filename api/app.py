@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from agent import __version__
+from api.errors import install_error_handlers
+from api.routes import chats, documents, search, sharing
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +38,17 @@ app = FastAPI(
 )
 
 
+install_error_handlers(app)
+for module in (documents, sharing, search, chats):
+    app.include_router(module.router, prefix="/api")
+
+
 @app.get("/health", tags=["system"])
 async def health() -> dict:
     """Liveness check (no authentication)."""
     return {"status": "ok", "version": __version__}
+
+
+STATIC = Path(__file__).parent / "static"
+# the web page; mounted last so the API routes above take precedence
+app.mount("/", StaticFiles(directory=STATIC, html=True, check_dir=False), name="page")

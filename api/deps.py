@@ -1,0 +1,42 @@
+"""Request dependencies: the shared services and the user behind the bearer token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header
+
+from agent.db.users import User, user_for_token
+from agent.services import Services, get_services
+from api.errors import ApiError
+
+
+async def services_dep() -> Services:
+    """The process-wide services (engine, settings, embedder)."""
+    return await get_services()
+
+
+async def current_user(
+    services: Annotated[Services, Depends(services_dep)],
+    authorization: Annotated[str | None, Header()] = None,
+) -> User:
+    """The user owning ``Authorization: Bearer <token>``; 401 without a valid one."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(
+            401,
+            "unauthorized",
+            "Send 'Authorization: Bearer <token>' (create one with 'quire users add NAME').",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    async with services.engine.begin() as conn:
+        user = await user_for_token(conn, token.strip())
+    if user is None:
+        raise ApiError(
+            401, "unauthorized", "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"}
+        )
+    return user
+
+
+ServicesDep = Annotated[Services, Depends(services_dep)]
+UserDep = Annotated[User, Depends(current_user)]
