@@ -644,7 +644,7 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
         await summary
     else:  # an LLM call: keep it off the answer's critical path
         _in_background(summary)
-    return {}
+    return {"message_id": str(message_ids[-1])}
 
 
 _background: set[asyncio.Task] = set()

@@ -54,6 +54,8 @@ class ChatState(InputState, total=False):
     web_results: list[dict]
     web_context: str
     citations_removed: int
+    message_id: str
+    """The saved assistant message (for corrections and the chunk viewer)."""
 
 
 class OutputState(TypedDict, total=False):
@@ -71,3 +73,4 @@ class OutputState(TypedDict, total=False):
     retrieval: dict
     tool_log: list[dict]
     citations_removed: int
+    message_id: str
