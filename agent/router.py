@@ -23,12 +23,15 @@ _NAME = re.compile(
     r"are you (a )?(bot|human|ai|robot)|introduce yourself)\b",
     re.I,
 )
+_SMALL_TALK_PHRASE = (
+    r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|night)|thanks|"
+    r"thank you|thx|cheers|ok(?:ay)?|cool|great|nice|awesome|bye|goodbye|see you|"
+    r"how are you(?: doing)?(?: today)?|how'?s it going|what'?s up|sup|nice to meet you)"
+    r"(?:\s+(?:there|quire|again|so much|a lot|for (?:the|your) help|friend))?"
+)
+# the whole message is one or more such phrases: "hello, how are you?", "ok, thanks!"
 _SMALL_TALK = re.compile(
-    r"^(hi|hello|hey|hiya|howdy|yo|greetings|good (morning|afternoon|evening|night)|thanks|"
-    r"thank you|thx|cheers|ok(ay)?|cool|great|nice|awesome|bye|goodbye|see you|"
-    r"how are you( doing)?( today)?|how'?s it going|what'?s up|sup|nice to meet you)\b"
-    r"[\s!.,?]*(there|quire|again|so much|a lot|for (the|your) help|friend)?[\s!.,?]*$",
-    re.I,
+    rf"^{_SMALL_TALK_PHRASE}(?:[\s!.,?]+{_SMALL_TALK_PHRASE})*[\s!.,?]*$", re.I
 )
 _MANY_BOOKS = re.compile(
     r"\b(all|both|each|every|these|those|my) (of (my|the|these) )?(books|documents|files|novels|texts)\b"

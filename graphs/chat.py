@@ -638,6 +638,8 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
                 services, user_id, chat_id, state["question"], answer.text, message_ids[-1]
             )
         )
+    if answer.route in ("direct", "general"):  # fixed replies and small talk: nothing to keep
+        return {"message_id": str(message_ids[-1])}
     model = await achat_model(_model_spec(runtime, settings.chat_model), settings, 0.0)
     summary = update_summary(services, user_id, chat_id, state["question"], answer.text, model)
     if is_extractive(model):

@@ -18,6 +18,9 @@ ONE_BOOK = [
     ("thanks so much", "general"),
     ("Thank you for the help!", "general"),
     ("how are you doing today?", "general"),
+    ("hello, how are you?", "general"),
+    ("hi there, thanks!", "general"),
+    ("hello, how are the Bennets related?", "deep_reasoning"),
     ("bye", "general"),
     ("ok", "general"),
     # a summary of the one book in scope (Path B)
