@@ -133,6 +133,23 @@ class Settings(BaseSettings):
         default=15.0, description="Total time for one URL fetch, redirects included."
     )
 
+    # --- HTTP API ingestion ------------------------------------------------------------
+    api_max_upload_bytes: int = Field(
+        default=50 * 1024 * 1024, description="Largest upload (bytes) the API accepts (413 over)."
+    )
+    api_sync_ingest_bytes: int = Field(
+        default=1024 * 1024,
+        description="Uploads up to this size (bytes) are ingested inline (201); larger: a job (202).",
+    )
+    api_ingest_concurrency: int = Field(
+        default=2, description="Ingest jobs one API process runs at a time (others wait queued)."
+    )
+    api_job_stale_seconds: int = Field(
+        default=300,
+        description="A running ingest job silent this long (at least 60 s) lost its process: "
+        "it is run again once, then failed.",
+    )
+
     # --- retrieval (seeds 000, 002, 004) -----------------------------------------------
     rrf_k: int = 60
     vector_weight: float = 0.5
@@ -144,7 +161,7 @@ class Settings(BaseSettings):
         description="Relevance vs diversity of the chat context (1 = off). Measured: SciFact "
         "nDCG@10 of the ranking 0.707 off, 0.703 at 0.8, 0.696 at 0.7, 0.659 at 0.5; but with "
         "the local model's 2-passage context only 0.5 brings a second, different passage "
-        "(\"Who is Alice's cat?\": Dinah, not two Cheshire Cat passages).",
+        '("Who is Alice\'s cat?": Dinah, not two Cheshire Cat passages).',
     )
     mmr_pool_factor: int = 4
     top_k_specific: int = 5
@@ -279,6 +296,12 @@ class Settings(BaseSettings):
         default=None, description="Chat turns a user may have per month (unset: unlimited)."
     )
     default_user: str = "local"
+    api_max_question_chars: int = Field(
+        default=8000, description="Longest question the HTTP API accepts (characters)."
+    )
+    checkpoint_pool_size: int = Field(
+        default=10, description="Postgres connections for the API's chat checkpointer."
+    )
 
     @property
     def data_dir(self) -> Path:

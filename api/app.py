@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Match, Mount
 
 from agent import __version__
 from api.errors import install_error_handlers
@@ -18,15 +19,26 @@ logger = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Start the background summary worker with the server; stop it on shutdown."""
+    """Start the background workers (summaries, ingest jobs) and the chat checkpointer with
+    the server; stop them on shutdown."""
+    from agent.checkpoint import close_checkpointer, open_checkpointer
+    from agent.jobs import recover_ingest_jobs, stop_ingest_jobs
     from agent.services import get_services
     from agent.summary_worker import start_summary_worker, stop_summary_worker
 
+    services = await get_services()
     try:
-        start_summary_worker(await get_services())
+        start_summary_worker(services)
     except Exception:  # the API still serves; summaries wait for `quire summarize`
         logger.exception("could not start the summary worker")
+    try:
+        await recover_ingest_jobs(services)  # jobs a stopped process left behind
+    except Exception:
+        logger.exception("could not recover ingest jobs")
+    await open_checkpointer(services)
     yield
+    await stop_ingest_jobs()
+    await close_checkpointer()
     await stop_summary_worker()
 
 
@@ -51,4 +63,23 @@ async def health() -> dict:
 
 STATIC = Path(__file__).parent / "static"
 # the web page; mounted last so the API routes above take precedence
-app.mount("/", StaticFiles(directory=STATIC, html=True, check_dir=False), name="page")
+
+
+class _PageFiles(Mount):
+    """The page's own files under /; every other path falls through to later routes (under
+    ``langgraph dev`` the LangGraph API comes after this app's routes)."""
+
+    def matches(self, scope):
+        match, child = super().matches(scope)
+        if match is Match.FULL:
+            path = scope["path"].removeprefix(scope.get("root_path", "")).lstrip("/")
+            if scope.get("method", "GET") not in ("GET", "HEAD") or (
+                path and not (STATIC / path).is_file()
+            ):
+                return Match.NONE, {}
+        return match, child
+
+
+app.router.routes.append(
+    _PageFiles("/", app=StaticFiles(directory=STATIC, html=True, check_dir=False), name="page")
+)

@@ -1,8 +1,10 @@
 """``langgraph dev`` serves the ``chat`` graph and the mounted FastAPI app, offline."""
 
 import asyncio
+import base64
 import subprocess
 import time
+import uuid
 
 import httpx
 import pytest
@@ -56,13 +58,21 @@ def server_url():
             proc.kill()
 
 
+async def bearer(services, user) -> dict:
+    """Headers with a fresh API token of ``user`` (the server requires one)."""
+    from agent.db.users import issue_token
+
+    async with services.engine.begin() as conn:
+        return {"Authorization": f"Bearer {await issue_token(conn, user.id)}"}
+
+
 def test_mounted_app_health(server_url):
     assert httpx.get(f"{server_url}/health").json()["status"] == "ok"
 
 
-async def test_chat_graph_runs_through_the_sdk(server_url, alice_reader):
+async def test_chat_graph_runs_through_the_sdk(server_url, services, alice_reader):
     user, _ = alice_reader
-    client = get_client(url=server_url)
+    client = get_client(url=server_url, headers=await bearer(services, user))
     assistants = await client.assistants.search(graph_id="chat")
     assert assistants
     thread = await client.threads.create()
@@ -93,19 +103,21 @@ async def test_chat_graph_runs_through_the_sdk(server_url, alice_reader):
     assert len(state["values"]["messages"]) == 4
 
 
-async def test_ingest_graph_runs_in_the_background_and_summaries_follow(
-    server_url, services, tmp_path
-):
+async def test_ingest_graph_runs_in_the_background_and_summaries_follow(server_url, services):
     from sqlalchemy import text
 
+    from agent.accounts import add_user
     from tests.test_summaries import book_text
 
-    book = tmp_path / "tale.txt"
-    book.write_text(book_text())
-    client = get_client(url=server_url)
+    owner, token = await add_user(services, f"server-ingest-{uuid.uuid4().hex[:6]}")
+    client = get_client(url=server_url, headers={"Authorization": f"Bearer {token}"})
     thread = await client.threads.create()
+    data = base64.b64encode(book_text().encode()).decode()
     run = await client.runs.create(
-        thread["thread_id"], "ingest", input={"path": str(book)}, context={"user": "server-ingest"}
+        thread["thread_id"],
+        "ingest",
+        input={"content_base64": data, "filename": "tale.txt"},
+        context={"user": owner.name},
     )
     result = await client.runs.join(thread["thread_id"], run["run_id"])
     assert result["status"] == "ingested" and result["parents"] >= 3
@@ -125,9 +137,11 @@ async def test_ingest_graph_runs_in_the_background_and_summaries_follow(
     assert status == "done"
 
 
-async def test_search_graph_answers_in_the_knowledge_search_shape(server_url, alice_reader):
+async def test_search_graph_answers_in_the_knowledge_search_shape(
+    server_url, services, alice_reader
+):
     user, _ = alice_reader
-    client = get_client(url=server_url)
+    client = get_client(url=server_url, headers=await bearer(services, user))
     result = await client.runs.wait(
         None, "search", input={"query": "Dinah the cat", "topK": 3}, context={"user": user.name}
     )

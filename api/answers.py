@@ -1,0 +1,207 @@
+"""One chat turn run for the HTTP API: the chat graph with the Postgres checkpointer.
+
+:func:`answer_events` yields ``("token", {"text"})`` while an answering node streams, then
+``citations``, ``route``, ``usage`` and ``done``; it raises :class:`~api.errors.ApiError`
+when the turn cannot be answered. The graph saves a turn in one transaction at its very
+end (``save``), so a turn that fails or is refused leaves no message and no usage behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessageChunk, HumanMessage
+
+from agent.books import UnknownBook, resolve_book
+from agent.chat_log import over_monthly_limit
+from agent.chat_records import discard_empty_chat, title_untitled_chat
+from agent.checkpoint import open_checkpointer
+from agent.db.chats import ChatOwnershipError
+from agent.db.users import User
+from agent.services import Services
+from api.errors import ApiError
+from graphs.context import Context
+
+log = logging.getLogger(__name__)
+
+STREAMED_NODES = frozenset({"generate", "general", "overview", "web_search"})
+"""Nodes whose model output is the answer (before the citation guard); other nodes' text
+(fixed replies, refusals, the not-covered preamble) arrives as one token at the end."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Who asks what, in which chat (``new_chat``: the graph creates it)."""
+
+    user: User
+    chat_id: uuid.UUID
+    question: str
+    book: str | None = None
+    new_chat: bool = False
+
+
+def monthly_limit_error(limit: int | None) -> ApiError:
+    """429 ``monthly_limit``: this month's chat turns are used up."""
+    return ApiError(
+        429,
+        "monthly_limit",
+        f"You have reached this month's limit of {limit} messages; it resets at the start "
+        "of next month. Nothing was saved.",
+    )
+
+
+async def check_turn(services: Services, turn: Turn) -> None:
+    """Refuse before any work: an unknown book (404) or a used-up monthly limit (429)."""
+    if turn.book is not None:
+        try:
+            await resolve_book(services, turn.user.id, turn.book)
+        except UnknownBook:
+            raise ApiError(404, "not_found", "No such document in your library.") from None
+    if await over_monthly_limit(services, turn.user.id):
+        raise monthly_limit_error(services.settings.monthly_message_limit)
+
+
+class _TokenText:
+    """The streamed answer, trimmed like the saved one: no leading whitespace, and
+    trailing whitespace held back until more text follows it."""
+
+    def __init__(self) -> None:
+        self.sent = ""
+        self._held = ""
+
+    def push(self, text: str) -> str:
+        text = self._held + text
+        if not self.sent:
+            text = text.lstrip()
+        body = text.rstrip()
+        self._held = text[len(body) :]
+        self.sent += body
+        return body
+
+
+def answer_body(state: dict) -> dict:
+    """The JSON answer of ``POST /api/chats/{id}/ask`` from the graph's final state."""
+    return {
+        "answer": state.get("answer", ""),
+        "route": state.get("route"),
+        "model_used": state.get("model_used"),
+        "citations": state.get("citations") or [],
+        "sources": state.get("sources") or [],
+        "chunk_map": state.get("chunk_map") or {},
+        "usage": {"tokens": int(state.get("tokens_used") or 0)},
+        "chat_id": state.get("chat_id"),
+        "message_id": state.get("message_id"),
+    }
+
+
+async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
+    """The graph's answer tokens as they stream, then ``("final", state)``."""
+    graph = (await open_checkpointer(services)).chat_graph
+    context = Context(user=turn.user.name, chat_id=str(turn.chat_id), book=turn.book)
+    config = {"configurable": {"thread_id": str(turn.chat_id)}}
+    final: dict = {}
+    async for mode, payload in graph.astream(
+        {"messages": [HumanMessage(turn.question)]},
+        config=config,
+        context=context,
+        stream_mode=["messages", "values"],
+    ):
+        if mode == "messages":
+            chunk, meta = payload
+            if (
+                isinstance(chunk, AIMessageChunk)
+                and isinstance(chunk.content, str)
+                and chunk.content
+                and meta.get("langgraph_node") in STREAMED_NODES
+            ):
+                yield "token", chunk.content
+        elif mode == "values":
+            final = payload
+    yield "final", final
+
+
+async def _discard(services: Services, turn: Turn) -> None:
+    """After a failed first turn, remove the empty chat the graph opened and its state."""
+    if not turn.new_chat:
+        return
+    try:
+        await discard_empty_chat(services, turn.user.id, turn.chat_id)
+        saver = (await open_checkpointer(services)).saver
+        await saver.adelete_thread(str(turn.chat_id))
+    except Exception:
+        log.exception("could not discard the empty chat %s", turn.chat_id)
+
+
+async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
+    """``("token", text)`` as the answer streams, then ``("answer", body)``; raises
+    :class:`ApiError` (404, 429, 502) when the turn cannot be answered."""
+    tokens = _TokenText()
+    state: dict = {}
+    try:
+        async for kind, payload in _graph_run(services, turn):
+            if kind == "token":
+                if text := tokens.push(str(payload)):
+                    yield "token", text
+            else:
+                state = payload  # type: ignore[assignment]
+    except ChatOwnershipError:
+        raise ApiError(404, "not_found", "No such chat.") from None
+    except Exception:
+        log.exception("chat turn failed (user %s, chat %s)", turn.user.id, turn.chat_id)
+        await _discard(services, turn)
+        raise ApiError(
+            502, "answer_failed", "The answer could not be produced. Try again."
+        ) from None
+    if state.get("model_used") == "monthly_limit":  # reached between the check and the run
+        await _discard(services, turn)
+        raise monthly_limit_error(services.settings.monthly_message_limit)
+    if state.get("message_id") and not turn.new_chat:
+        await title_untitled_chat(services, turn.user.id, turn.chat_id, turn.question)
+    answer = state.get("answer", "")
+    if answer != tokens.sent and answer.startswith(tokens.sent):
+        yield "token", answer[len(tokens.sent) :]  # text no node streamed (fixed replies)
+    yield "answer", answer_body(state)
+
+
+async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[str, dict]]:
+    """Run one turn: ``token`` events, then ``citations``, ``route``, ``usage``, ``done``.
+
+    Raises :class:`ApiError`: 404 for a chat that is not the user's, 429 when the monthly
+    limit is reached, 502 ``answer_failed`` when the model (or anything else) fails before
+    the turn is saved (the graph saves it in one transaction in its last node).
+    """
+    async for kind, payload in _answer(services, turn):
+        if kind == "token":
+            yield "token", {"text": payload}
+            continue
+        body: dict = payload  # type: ignore[assignment]
+        yield (
+            "citations",
+            {
+                "citations": body["citations"],
+                "sources": body["sources"],
+                "chunk_map": body["chunk_map"],
+            },
+        )
+        yield "route", {"route": body["route"], "model_used": body["model_used"]}
+        yield "usage", body["usage"]
+        yield (
+            "done",
+            {
+                "chat_id": body["chat_id"],
+                "message_id": body["message_id"],
+                "answer": body["answer"],
+            },
+        )
+
+
+async def answer_json(services: Services, turn: Turn) -> dict:
+    """Run one turn to the end and return the JSON answer (raises like :func:`answer_events`)."""
+    body: dict = {}
+    async for kind, payload in _answer(services, turn):
+        if kind == "answer":
+            body = payload  # type: ignore[assignment]
+    return body

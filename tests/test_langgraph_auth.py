@@ -1,0 +1,140 @@
+"""``langgraph dev`` with Quire's auth: bearer tokens, thread ownership, runs as the caller."""
+
+import uuid
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import APIStatusError
+from sqlalchemy import text
+
+from tests.test_langgraph_server import server_url  # noqa: F401 (the module's server)
+
+pytestmark = pytest.mark.server
+
+A_TEXT = (
+    b"The orchard keeper Ottoline grafts quince branches onto pear trees every March. "
+    b"She records each graft in a green ledger kept in the cider barn."
+)
+B_TEXT = (
+    b"The glassblower Benedikt anneals cobalt vases overnight in a brick kiln. "
+    b"He sells the finished vases at the harbour market on Saturdays."
+)
+
+
+@pytest.fixture(scope="module")
+async def people(services):
+    """Two users with a token and one small document each."""
+    from agent.accounts import add_user
+    from agent.ingest.pipeline import ingest_bytes
+
+    made = {}
+    for key, body in (("a", A_TEXT), ("b", B_TEXT)):
+        user, token = await add_user(services, f"lg-{key}-{uuid.uuid4().hex[:6]}")
+        doc = await ingest_bytes(services, user.id, body, f"{key}.txt")
+        made[key] = (user, token, doc)
+    return made
+
+
+def _client(url: str, token: str):
+    return get_client(url=url, headers={"Authorization": f"Bearer {token}"})
+
+
+def _ask(question: str) -> dict:
+    return {"messages": [{"role": "user", "content": question}]}
+
+
+async def _refused(call) -> int:
+    """The HTTP status a refused SDK call failed with (the SDK raises either type)."""
+    with pytest.raises((APIStatusError, httpx.HTTPStatusError)) as refused:
+        await call
+    error = refused.value
+    return error.status_code if isinstance(error, APIStatusError) else error.response.status_code
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer qk_not-a-token"}])
+def test_requests_without_a_valid_token_are_refused(server_url, headers):  # noqa: F811
+    for method, path, body in (
+        ("POST", "/threads", {}),
+        ("POST", "/threads/search", {}),
+        ("POST", "/assistants/search", {"graph_id": "chat"}),
+        ("POST", "/runs/wait", {"assistant_id": "search", "input": {"query": "x"}}),
+    ):
+        r = httpx.request(method, f"{server_url}{path}", json=body, headers=headers, timeout=30)
+        assert r.status_code in (401, 403), (path, r.status_code, r.text)
+
+
+async def test_threads_are_private_to_their_owner(server_url, people):  # noqa: F811
+    (_, token_a, _), (_, token_b, _) = people["a"], people["b"]
+    alice, bob = _client(server_url, token_a), _client(server_url, token_b)
+    thread = await alice.threads.create(metadata={"owner": "someone-else"})
+    await alice.runs.wait(thread["thread_id"], "chat", input=_ask("What does Ottoline graft?"))
+    assert (await alice.threads.get(thread["thread_id"]))["thread_id"] == thread["thread_id"]
+    assert thread["thread_id"] in {t["thread_id"] for t in await alice.threads.search(limit=100)}
+
+    assert thread["thread_id"] not in {t["thread_id"] for t in await bob.threads.search(limit=100)}
+    for attempt in (
+        bob.threads.get(thread["thread_id"]),
+        bob.threads.get_state(thread["thread_id"]),
+        bob.threads.update(thread["thread_id"], metadata={"owner": "me"}),
+        bob.threads.delete(thread["thread_id"]),
+        bob.runs.wait(thread["thread_id"], "chat", input=_ask("What does Ottoline graft?")),
+    ):
+        assert await _refused(attempt) in (403, 404)
+    # bob's attempts changed nothing: the thread is still alice's, with one turn
+    state = await alice.threads.get_state(thread["thread_id"])
+    assert len(state["values"]["messages"]) == 2
+
+
+async def test_a_run_acts_as_the_caller_whatever_the_context_says(
+    server_url,  # noqa: F811
+    services,
+    people,
+):
+    (user_a, token_a, doc_a), (user_b, _, doc_b) = people["a"], people["b"]
+    alice = _client(server_url, token_a)
+    # the search graph searches the caller's documents, not those of the named user
+    found = await alice.runs.wait(
+        None, "search", input={"query": "cobalt vases kiln"}, context={"user": user_b.name}
+    )
+    documents = {c["documentId"] for c in found["citations"]}
+    assert str(doc_b.document_id) not in documents
+    assert documents <= {str(doc_a.document_id)}
+    # the chat graph saves the turn in the caller's chat, answered from the caller's library
+    # (the user named in the older ``configurable`` form is overridden as well)
+    thread = await alice.threads.create()
+    result = await alice.runs.wait(
+        thread["thread_id"],
+        "chat",
+        input=_ask("Who anneals cobalt vases in a brick kiln?"),
+        config={"configurable": {"user": user_b.name}},
+    )
+    assert all(c.get("document_id") != str(doc_b.document_id) for c in result["citations"])
+    async with services.engine.connect() as conn:
+        owner = (
+            await conn.execute(
+                text("SELECT user_id FROM chats WHERE id = :c"), {"c": result["chat_id"]}
+            )
+        ).scalar()
+    assert owner == user_a.id
+
+
+async def test_ingest_from_a_server_path_is_refused(server_url, people):  # noqa: F811
+    _, token_a, _ = people["a"]
+    alice = _client(server_url, token_a)
+    assert await _refused(alice.runs.wait(None, "ingest", input={"path": "/etc/hostname"})) == 403
+
+
+async def test_studio_acts_as_the_local_default_user(server_url, services, people):  # noqa: F811
+    from agent.accounts import resolve_user
+
+    _, token_a, _ = people["a"]
+    alice = _client(server_url, token_a)
+    private = await alice.threads.create()
+    studio = get_client(url=server_url, headers={"x-auth-scheme": "langsmith"})
+    assert await studio.assistants.search(graph_id="chat")
+    thread = await studio.threads.create()
+    local = await resolve_user(services, services.settings.default_user)
+    assert thread["metadata"]["owner"] == str(local.id)
+    seen = {t["thread_id"] for t in await studio.threads.search(limit=100)}
+    assert thread["thread_id"] in seen and private["thread_id"] not in seen
