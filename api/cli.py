@@ -842,11 +842,15 @@ def eval_retrieval(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (all state is in Postgres; any can serve).")
+    ] = 1,
 ) -> None:
-    """Serve the HTTP API alone with uvicorn (``langgraph dev`` serves it with the graphs)."""
+    """Serve the HTTP API and the page with uvicorn (``langgraph dev`` serves them with the
+    graphs). Several workers share one Postgres: no process holds state another could miss."""
     import uvicorn
 
-    uvicorn.run("api.app:app", host=host, port=port)
+    uvicorn.run("api.app:app", host=host, port=port, workers=workers)
 
 
 if __name__ == "__main__":  # pragma: no cover
