@@ -23,3 +23,14 @@ async def add_user(services: Services, name: str) -> tuple[User, str]:
         user = await users.create_user(conn, name)
         token = await users.issue_token(conn, user.id, label="created with the user")
     return user, token
+
+
+async def issue_user_token(services: Services, name: str) -> tuple[User, str]:
+    """A new API token for an existing user (one created by the CLI, say); ``ValueError``
+    if there is no such user."""
+    async with services.engine.begin() as conn:
+        user = await users.get_user_by_name(conn, name.strip())
+        if user is None:
+            raise ValueError(f"no user named {name!r}: create one with 'quire users add {name}'")
+        token = await users.issue_token(conn, user.id, label="issued with quire users token")
+    return user, token

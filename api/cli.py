@@ -104,6 +104,23 @@ def users_add(name: str) -> None:
     _run(work)
 
 
+@users_app.command("token")
+def users_token(name: str) -> None:
+    """Issue a new API token for an existing user (e.g. one the CLI created); shown once."""
+    from agent.accounts import issue_user_token
+
+    async def work(services):
+        try:
+            user, token = await issue_user_token(services, name)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(1) from None
+        err.print(f"new token for {user.name} ({user.id})")
+        print(token)
+
+    _run(work)
+
+
 def _is_url(source: str) -> bool:
     return "://" in source and not Path(source).exists()
 

@@ -16,6 +16,12 @@ def test_users_add_prints_a_token_once():
     assert token.startswith("qk_") and len(token) > 30
     again = quire("users", "add", name)
     assert again.returncode == 1 and "already exists" in again.stderr
+    # a second token for the same user; an unknown user gets an error line
+    second = quire("users", "token", name)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip().startswith("qk_") and second.stdout.strip() != token
+    missing = quire("users", "token", f"nobody-{uuid.uuid4().hex[:6]}")
+    assert missing.returncode == 1 and "no user named" in missing.stderr
 
 
 def test_ingest_then_ask_as_json(tmp_path):
