@@ -8,6 +8,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import APIStatusError
 from sqlalchemy import text
 
+from agent.retrieval.citations import citation_id, cited_ids
 from tests.test_langgraph_server import server_url  # noqa: F401 (the module's server)
 
 pytestmark = pytest.mark.server
@@ -84,6 +85,56 @@ async def test_threads_are_private_to_their_owner(server_url, people):  # noqa: 
     # bob's attempts changed nothing: the thread is still alice's, with one turn
     state = await alice.threads.get_state(thread["thread_id"])
     assert len(state["values"]["messages"]) == 2
+
+
+async def test_a_streamed_chat_run_sends_tokens_and_its_thread_stays_private(
+    server_url,  # noqa: F811
+    services,
+    people,
+):
+    (_, token_a, doc_a), (_, token_b, _) = people["a"], people["b"]
+    alice, bob = _client(server_url, token_a), _client(server_url, token_b)
+    thread = await alice.threads.create()
+    tokens: list[str] = []
+    final: dict = {}
+    async for part in alice.runs.stream(
+        thread["thread_id"],
+        "chat",
+        input=_ask("What does Ottoline graft onto pear trees?"),
+        stream_mode=["messages-tuple", "values"],
+    ):
+        assert part.event != "error", part.data
+        if part.event == "messages":
+            chunk, meta = part.data
+            # token chunks of the answering node (its whole message follows as type "ai")
+            if meta.get("langgraph_node") == "generate" and chunk["type"] == "AIMessageChunk":
+                tokens.append(chunk["content"])
+        elif part.event == "values":
+            final = part.data
+
+    # the answer came as token chunks, and the final state holds it with its citations
+    assert len([t for t in tokens if t]) >= 2, tokens
+    answer = final["answer"]
+    assert "".join(tokens).strip() == answer and "quince" in answer
+    ids = cited_ids(answer)
+    assert ids and set(ids) <= {c["id"] for c in final["citations"]}
+    async with services.engine.connect() as conn:
+        for cid in ids:
+            chunk_id = final["chunk_map"][cid]
+            assert citation_id(chunk_id) == cid
+            row = (
+                await conn.execute(
+                    text("SELECT document_id, text FROM child_chunks WHERE id = :id"),
+                    {"id": chunk_id},
+                )
+            ).one()
+            assert row.document_id == doc_a.document_id and "Ottoline" in row.text
+
+    # another user can neither read the thread nor find it
+    assert await _refused(bob.threads.get(thread["thread_id"])) in (403, 404)
+    assert await _refused(bob.threads.get_state(thread["thread_id"])) in (403, 404)
+    assert thread["thread_id"] not in {t["thread_id"] for t in await bob.threads.search(limit=100)}
+    assert thread["thread_id"] in {t["thread_id"] for t in await alice.threads.search(limit=100)}
 
 
 async def test_a_run_acts_as_the_caller_whatever_the_context_says(

@@ -2,7 +2,9 @@
 
 A real user with a real token (``agent.accounts.add_user``) and a small real document
 (chapters I and II of Alice in Wonderland) ingested in the test database; the server is a
-``uvicorn api.app:app`` subprocess on a free loopback port sharing that database.
+``uvicorn api.app:app`` subprocess on a free loopback port sharing that database. One test
+goes through the whole flow with the full book uploaded through the page (an ingest job
+the page polls) and keeps its screenshot in ``$QUIRE_HOME/artifacts/``.
 
 Chromium: ``QUIRE_CHROMIUM`` if set, else ``chromium`` (Debian package) or another Chrome on
 PATH, else the browser ``playwright install chromium`` downloaded. The tests skip only when
@@ -166,13 +168,15 @@ def squash(text: str) -> str:
 
 
 async def new_page(
-    browser: Browser, server: str, token: str | None, **viewport
+    browser: Browser, server: str, token: str | None, *, init_script: str = "", **viewport
 ) -> tuple[Page, list[str]]:
-    """A fresh browser context on the page (signed in when ``token`` is given) and the list
-    its uncaught JavaScript errors go to."""
+    """A fresh browser context on the page (signed in when ``token`` is given; running
+    ``init_script`` before the page's own) and the list its uncaught JavaScript errors go to."""
     context = await browser.new_context(
         base_url=server, viewport=viewport or {"width": 1280, "height": 800}
     )
+    if init_script:
+        await context.add_init_script(init_script)
     if token:
         await context.add_init_script(
             f"window.localStorage.setItem({json.dumps(TOKEN_KEY)}, {json.dumps(token)});"
@@ -182,6 +186,32 @@ async def new_page(
     page.on("pageerror", lambda e: errors.append(str(e)))
     await page.goto("/")
     return page, errors
+
+
+RECORD_EVENT_STREAMS = """
+window.__eventStreams = [];
+const pageFetch = window.fetch;
+window.fetch = async (...args) => {
+  const res = await pageFetch(...args);
+  if (!res.body || !(res.headers.get("content-type") || "").startsWith("text/event-stream")) {
+    return res;
+  }
+  const [mine, theirs] = res.body.tee();
+  const index = window.__eventStreams.push("") - 1;
+  (async () => {
+    const reader = theirs.getReader();
+    const decoder = new TextDecoder();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      window.__eventStreams[index] += decoder.decode(value, { stream: true });
+    }
+  })();
+  return new Response(mine, { status: res.status, statusText: res.statusText, headers: res.headers });
+};
+"""
+"""An init script: the page's ``text/event-stream`` responses, as received, are copied into
+``window.__eventStreams`` (the browser keeps no body of a streamed fetch for Playwright)."""
 
 
 async def ask(page: Page, question: str = QUESTION):
@@ -400,6 +430,100 @@ async def test_ask_streams_cited_answer_preview_panel_and_correction(browser, se
     history = page.locator(".msg.assistant").last
     await expect(history.locator(f'button.cite[data-ref="{ref}"]').first).to_be_visible()
     await expect(history.locator(".route")).to_contain_text("Route:")
+    assert js_errors == []
+    await page.context.close()
+
+
+async def test_sign_in_upload_the_book_ask_hover_and_open_the_cited_passage(
+    browser, server, services, settings
+):
+    """The whole flow in one page: sign in with a token, upload the full Alice in Wonderland
+    through the upload control (over the sync limit: a job the page polls until the book is
+    ready), ask about it, watch the answer stream in, hover a citation for its preview, click
+    it for the panel with the paragraph; the screenshot is kept as a test artifact."""
+    from agent.accounts import add_user
+
+    assert ALICE.stat().st_size > SYNC_INGEST_BYTES
+    _, token = await add_user(services, f"web-book-{uuid.uuid4().hex[:6]}")
+    page, js_errors = await new_page(browser, server, None, init_script=RECORD_EVENT_STREAMS)
+
+    # sign in
+    await expect(page.locator("#signin-form")).to_be_visible()
+    await page.fill("#token-input", token)
+    await page.click("#signin-button")
+    await expect(page.locator("#app-view")).to_be_visible()
+    await expect(page.locator(".doc")).to_have_count(0)
+
+    # upload the real file: 202 + a job, polled by the page until the document is there
+    statuses: list[int] = []
+    polled: list[str] = []
+    page.on(
+        "response",
+        lambda r: statuses.append(r.status) if r.url.endswith("/api/documents") else None,
+    )
+    page.on("request", lambda r: polled.append(r.url) if "/api/jobs/" in r.url else None)
+    await page.set_input_files("#upload-file", str(ALICE))
+    await page.click("#upload-button")
+    await expect(page.locator("#upload-text")).to_contain_text("Added", timeout=240_000)
+    await expect(page.locator("#upload-error")).to_be_hidden()
+    assert 202 in statuses and polled, (statuses, polled)
+    doc = page.locator(".doc")
+    await expect(doc).to_have_count(1)
+    await expect(doc).to_contain_text("Alice")
+    await expect(doc.locator(".badge").first).to_contain_text("ingestion: ready")
+    document_id = await doc.get_attribute("data-id")
+    (listed,) = api_get(server, token, "/api/documents")["documents"]
+    assert listed["id"] == document_id
+
+    # ask: the answer arrives as a stream of token events (text/event-stream)
+    answer = await ask(page, QUESTION)
+    (raw,) = await page.evaluate("window.__eventStreams")
+    events = [
+        json.loads(line[len("data:") :])
+        for block in raw.replace("\r\n", "\n").split("\n\n")
+        if block.startswith("event: token")
+        for line in block.splitlines()
+        if line.startswith("data:")
+    ]
+    streamed = "".join(e["text"] for e in events)
+    assert len(events) >= 2 and int(await answer.get_attribute("data-tokens")) == len(events)
+    assert "Dinah" in streamed
+    body = answer.locator(".answer-body")
+    assert "Dinah" in await body.inner_text()
+
+    # a citation chip of the uploaded book; hover: its preview
+    chips = answer.locator('.answer-body button.cite[data-ref^="#chk_"]')
+    await expect(chips.first).to_be_visible()
+    ref = await chips.first.get_attribute("data-ref")
+    assert ref in streamed.lower()
+    chunk = api_get(server, token, f"/api/chunks/{quote(ref, safe='')}")["chunk"]
+    assert chunk["document_id"] == document_id
+    assert "Dinah" in chunk["text"] or "Dinah" in (chunk.get("parent_text") or "")
+    tip = page.locator("#cite-tip")
+    await chips.first.hover()
+    await expect(tip).to_be_visible()
+    await expect(tip.locator(".tip-preview")).not_to_contain_text("Loading")
+    preview = squash(await tip.locator(".tip-preview").inner_text())
+    assert 20 <= len(preview) <= 230, preview
+    assert squash(chunk["text"]).startswith(preview.rstrip("…")[:60])
+
+    # click: the side panel with the book and the cited paragraph highlighted
+    await chips.first.click()
+    panel = page.locator("#chunk-panel")
+    await expect(panel).to_be_visible()
+    mark = panel.locator("mark.cited-paragraph")
+    await expect(mark).to_be_visible()
+    assert squash(await mark.inner_text()) == squash(chunk["text"])
+    await expect(panel.locator(".chunk-book")).to_have_text(chunk["document_title"])
+
+    # the screenshot, kept under $QUIRE_HOME as the test's artifact
+    await page.mouse.move(640, 790)
+    await expect(tip).to_be_hidden()
+    artifact = settings.home.expanduser().resolve() / "artifacts" / "web-alice-upload-ask.png"
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(artifact))
+    assert artifact.stat().st_size > 10_000
+    print(f"screenshot: {artifact}")
     assert js_errors == []
     await page.context.close()
 
