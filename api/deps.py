@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Header
+from pydantic import BaseModel, model_validator
 
 from agent.db.users import User, user_for_token
 from agent.services import Services, get_services
@@ -40,3 +41,32 @@ async def current_user(
 
 ServicesDep = Annotated[Services, Depends(services_dep)]
 UserDep = Annotated[User, Depends(current_user)]
+
+
+def text_problem(value: object) -> str | None:
+    """Why ``value`` (a string, or strings nested in lists and dicts) cannot be stored as
+    Postgres text: a NUL character or a lone surrogate; ``None`` when it can."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "text must not contain NUL (U+0000) characters"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "text must be valid Unicode (no lone surrogates)"
+    elif isinstance(value, dict):
+        return next(filter(None, map(text_problem, [*value.keys(), *value.values()])), None)
+    elif isinstance(value, list):
+        return next(filter(None, map(text_problem, value)), None)
+    return None
+
+
+class RequestBody(BaseModel):
+    """A JSON request body whose text Postgres can store (otherwise 422 ``invalid_request``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_text(cls, data: object) -> object:
+        problem = text_problem(data)
+        if problem:
+            raise ValueError(problem)
+        return data

@@ -28,6 +28,8 @@ def hash_token(token: str) -> str:
 
 async def get_user_by_name(conn: AsyncConnection, name: str) -> User | None:
     """The user called ``name``, if any."""
+    if "\x00" in name:  # no name holds one (Postgres text cannot), and the query would fail
+        return None
     row = (
         await conn.execute(text("SELECT id, name FROM users WHERE name = :n"), {"n": name})
     ).first()

@@ -82,7 +82,8 @@ def parse_bytes(data: bytes, filename: str, title: str | None = None) -> ParsedD
 
 def _decode(data: bytes, filename: str) -> str:
     try:
-        return data.decode("utf-8-sig")
+        # NUL is valid UTF-8 but Postgres text cannot hold it (PDF text drops it likewise)
+        return data.decode("utf-8-sig").replace("\x00", "")
     except UnicodeDecodeError as exc:
         raise UnreadableDocument(
             f"{filename} is not valid UTF-8 text ({exc.reason} at byte {exc.start})"

@@ -11,7 +11,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, StringConstraints, model_validator
+from pydantic import StringConstraints, model_validator
 
 from agent.chat_records import create_chat, get_chat, list_chats
 from agent.corrections import (
@@ -27,7 +27,7 @@ from agent.db.users import User
 from agent.services import Services
 from agent.usage import month_usage
 from api.answers import Turn, answer_events, answer_json, check_turn
-from api.deps import ServicesDep, UserDep
+from api.deps import RequestBody, ServicesDep, UserDep
 from api.errors import ApiError
 from api.sse import event_stream
 
@@ -36,21 +36,21 @@ router = APIRouter(tags=["chats"])
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
-class NewChat(BaseModel):
+class NewChat(RequestBody):
     """``POST /api/chats`` body."""
 
     title: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
     persona: Annotated[str, StringConstraints(max_length=2000)] | None = None
 
 
-class Ask(BaseModel):
+class Ask(RequestBody):
     """``POST .../ask`` body: the question and optionally one book (document id) in scope."""
 
     question: Text
     book_id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
 
 
-class NewCorrection(BaseModel):
+class NewCorrection(RequestBody):
     """``POST /api/corrections`` body: the answer it corrects, or the question it is about."""
 
     correction: Text

@@ -11,12 +11,12 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agent import chunk_view, intake, jobs, sharing
 from agent.refusals import Refused
 from agent.uploads import read_upload
-from api.deps import ServicesDep, UserDep
+from api.deps import RequestBody, ServicesDep, UserDep, text_problem
 from api.errors import ApiError
 
 router = APIRouter(tags=["documents"])
@@ -49,7 +49,7 @@ def refusals() -> Iterator[None]:
 Tags = list[str] | str | None
 
 
-class UrlIn(BaseModel):
+class UrlIn(RequestBody):
     """A page or file to fetch and ingest."""
 
     url: str
@@ -58,7 +58,7 @@ class UrlIn(BaseModel):
     corpus: str = "default"
 
 
-class TextIn(BaseModel):
+class TextIn(RequestBody):
     """Pasted text to ingest."""
 
     title: str = Field(min_length=1)
@@ -67,7 +67,7 @@ class TextIn(BaseModel):
     corpus: str = "default"
 
 
-class TranscriptIn(BaseModel):
+class TranscriptIn(RequestBody):
     """A transcript (seed 002): raw text, optionally refined text and tags."""
 
     text: str
@@ -124,6 +124,9 @@ async def upload_document(
             request.stream(),
             max_bytes=settings.api_max_upload_bytes,
         )
+        problem = text_problem([upload.fields.get(f, "") for f in ("title", "tags", "corpus")])
+        if problem:
+            raise ApiError(422, "invalid_request", f"form fields: {problem}")
         outcome = await jobs.accept_upload(
             services,
             user.id,

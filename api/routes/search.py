@@ -6,17 +6,17 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from agent.db.scope import SearchScope
 from agent.retrieval.knowledge import knowledge_response, knowledge_search
 from agent.retrieval.search import SearchOptions
-from api.deps import ServicesDep, UserDep
+from api.deps import RequestBody, ServicesDep, UserDep
 
 router = APIRouter(tags=["search"])
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(RequestBody):
     """``POST /api/search`` body."""
 
     query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]

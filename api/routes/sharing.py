@@ -6,16 +6,16 @@ A grantee may search, cite and read the document; it is 404 to them for delete a
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agent import sharing
-from api.deps import ServicesDep, UserDep
+from api.deps import RequestBody, ServicesDep, UserDep
 from api.routes.documents import refusals
 
 router = APIRouter(tags=["sharing"])
 
 
-class ShareIn(BaseModel):
+class ShareIn(RequestBody):
     """Whom to share with."""
 
     user: str = Field(min_length=1, description="The other user's name.")
