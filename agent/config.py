@@ -141,6 +141,19 @@ class Settings(BaseSettings):
         default=1024 * 1024,
         description="Uploads up to this size (bytes) are ingested inline (201); larger: a job (202).",
     )
+    max_pdf_pages: int = Field(
+        default=2000,
+        description="PDFs with more pages are refused (413 too_large) before any text is read.",
+    )
+    max_unzipped_bytes: int = Field(
+        default=200 * 1024 * 1024,
+        description="DOCX/PPTX archives declaring a larger total unpacked size are refused "
+        "(413 too_large) before anything is decompressed (zip bomb guard).",
+    )
+    max_document_chars: int = Field(
+        default=20_000_000,
+        description="Documents with more characters of text are refused (413 too_large).",
+    )
     api_ingest_concurrency: int = Field(
         default=2, description="Ingest jobs one API process runs at a time (others wait queued)."
     )

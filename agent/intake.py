@@ -72,7 +72,8 @@ async def ingest_upload(
     progress: Progress | None = None,
 ) -> IngestResult:
     """Parse and store an uploaded file (its extension gives the type)."""
-    filename = PurePosixPath(filename).name
+    # the base name only, whichever separator a client used ("..\\..\\x.txt" is "x.txt")
+    filename = PurePosixPath(filename.replace("\\", "/")).name
     check_not_empty(data, filename)
     return await _refusing(
         lambda: ingest_bytes(

@@ -14,6 +14,13 @@ class UnreadableDocument(ValueError):
     """The file is empty, corrupt, encrypted or otherwise has no extractable text."""
 
 
+class DocumentTooLarge(UnreadableDocument):
+    """The file is over one of the ingestion limits (pages, unpacked size, characters).
+
+    A kind of :class:`UnreadableDocument`, with its own error code (``too_large``).
+    """
+
+
 @dataclass
 class Paragraph:
     """One paragraph of running text and where it sits in the document."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from agent.ingest.document import UnreadableDocument, UnsupportedDocument
+from agent.ingest.document import DocumentTooLarge, UnreadableDocument, UnsupportedDocument
 from agent.ingest.fetch import FetchError, UnsafeURL
 from agent.ingest.sources import InvalidSource
 
 _CODES: list[tuple[type[Exception], str]] = [
     (UnsupportedDocument, "unsupported_type"),
+    (DocumentTooLarge, "too_large"),  # before UnreadableDocument, its base
     (UnreadableDocument, "unreadable"),
     (UnsafeURL, "unsafe_url"),
     (FetchError, "fetch_failed"),

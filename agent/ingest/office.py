@@ -19,10 +19,11 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument
+from agent.ingest.document import DocumentTooLarge, Paragraph, ParsedDocument, UnreadableDocument
 
 MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
-"""Largest total uncompressed size of a DOCX/PPTX archive that is opened."""
+"""Largest total uncompressed size of a DOCX/PPTX archive that is opened (the default of
+``max_unzipped_bytes``; ingestion passes the setting of that name)."""
 
 MAX_MEMBERS = 10_000
 """Most files a DOCX/PPTX archive may hold."""
@@ -38,11 +39,16 @@ _HEADING = re.compile(r"^heading\s*(\d)$", re.I)
 _PLACEHOLDER_TITLE = re.compile(r"^(slide \d+|powerpoint presentation|presentation\d*)$", re.I)
 
 
-def safe_archive(data: bytes, filename: str, what: str) -> bytes:
+def safe_archive(
+    data: bytes, filename: str, what: str, max_unzipped_bytes: int | None = None
+) -> bytes:
     """``data`` as an uncompressed zip that unpacks to its declared, bounded size.
 
-    Raises :class:`UnreadableDocument` for anything but a bounded Office (OPC) zip archive.
+    Raises :class:`UnreadableDocument` for anything but a bounded Office (OPC) zip archive,
+    :class:`DocumentTooLarge` when the members' declared sizes sum to more than
+    ``max_unzipped_bytes`` (default ``MAX_UNCOMPRESSED_BYTES``), before inflating anything.
     """
+    cap = MAX_UNCOMPRESSED_BYTES if max_unzipped_bytes is None else max_unzipped_bytes
     if data.startswith(_OLE_MAGIC):
         raise _unreadable(
             filename, what, "it is a legacy binary (.doc/.ppt) or password-protected Office file"
@@ -57,17 +63,19 @@ def safe_archive(data: bytes, filename: str, what: str) -> bytes:
             filename, what, f"the archive holds {len(members):,} files (limit {MAX_MEMBERS:,})"
         )
     size = sum(member.file_size for member in members)
-    if size > MAX_UNCOMPRESSED_BYTES:
-        limit = MAX_UNCOMPRESSED_BYTES // (1024 * 1024)
-        raise _unreadable(
-            filename, what, f"it unpacks to {size / 1024**2:,.0f} MiB (limit {limit} MiB)"
-        )
+    if size > cap:
+        reason = f"it unpacks to {_mib(size)} (limit {_mib(cap)})"
+        raise _unreadable(filename, what, reason, DocumentTooLarge)
     if not any(member.filename == "[Content_Types].xml" for member in members):
         raise _unreadable(filename, what, "it is a zip archive but not an Office file")
     # zipfile inflates bzip2/LZMA chunks without an output bound; Office only uses deflate
     if any(member.compress_type not in _COMPRESSIONS for member in members):
         raise _unreadable(filename, what, "it uses a compression method Office does not use")
     return _repack(data, filename, what)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024**2:,.0f} MiB" if size >= 1024**2 else f"{size:,} bytes"
 
 
 def _repack(data: bytes, filename: str, what: str) -> bytes:
@@ -98,7 +106,9 @@ def _repack(data: bytes, filename: str, what: str) -> bytes:
     return out.getvalue()
 
 
-def parse_docx(data: bytes, default_title: str, filename: str) -> ParsedDocument:
+def parse_docx(
+    data: bytes, default_title: str, filename: str, *, max_unzipped_bytes: int | None = None
+) -> ParsedDocument:
     """DOCX: body paragraphs and table rows in order, with chapter and section.
 
     "Title" and "Heading 1" paragraphs start a chapter, "Heading 2" and deeper a section.
@@ -107,7 +117,7 @@ def parse_docx(data: bytes, default_title: str, filename: str) -> ParsedDocument
     """
     import docx
 
-    archive = safe_archive(data, filename, WORD)
+    archive = safe_archive(data, filename, WORD, max_unzipped_bytes)
     try:
         document = docx.Document(io.BytesIO(archive))
         paragraphs, first_heading = _docx_paragraphs(document)
@@ -123,14 +133,16 @@ def parse_docx(data: bytes, default_title: str, filename: str) -> ParsedDocument
     )
 
 
-def parse_pptx(data: bytes, default_title: str, filename: str) -> ParsedDocument:
+def parse_pptx(
+    data: bytes, default_title: str, filename: str, *, max_unzipped_bytes: int | None = None
+) -> ParsedDocument:
     """PPTX: the text of every shape (tables and groups included) with its 1-based slide as page.
 
     The slide's title placeholder (its first line) is each paragraph's ``section``.
     """
     from pptx import Presentation
 
-    archive = safe_archive(data, filename, POWERPOINT)
+    archive = safe_archive(data, filename, POWERPOINT, max_unzipped_bytes)
     try:
         presentation = Presentation(io.BytesIO(archive))
         slides = list(presentation.slides)
@@ -152,10 +164,12 @@ def parse_pptx(data: bytes, default_title: str, filename: str) -> ParsedDocument
     )
 
 
-def _unreadable(filename: str, what: str, reason: object) -> UnreadableDocument:
+def _unreadable(
+    filename: str, what: str, reason: object, kind: type[UnreadableDocument] = UnreadableDocument
+) -> UnreadableDocument:
     # python-docx/pptx name the stream, not the file: "file '<_io.BytesIO object at 0x…>' is …"
     detail = _STREAM_NAME.sub("the file ", str(reason))
-    return UnreadableDocument(f"{filename} could not be read as {what}: {detail}")
+    return kind(f"{filename} could not be read as {what}: {detail}")
 
 
 def _squash(text: str) -> str:

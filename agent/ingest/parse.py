@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.ingest.document import (
+    DocumentTooLarge,
     Paragraph,
     ParsedDocument,
     UnreadableDocument,
@@ -45,6 +46,9 @@ SUPPORTED_TYPES = {
     ".htm": "html",
 }
 
+MAX_DOCUMENT_CHARS = 20_000_000
+"""Most characters of text one document may have (the default of ``max_document_chars``)."""
+
 _GUTENBERG_START = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG.*$", re.M | re.I)
 _GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG.*$", re.M | re.I)
 _CHAPTER = re.compile(
@@ -66,18 +70,50 @@ def file_type_for(filename: str) -> str:
     return SUPPORTED_TYPES[suffix]
 
 
-def parse_bytes(data: bytes, filename: str, title: str | None = None) -> ParsedDocument:
-    """Parse a file's bytes according to its name's extension."""
+def parse_bytes(
+    data: bytes,
+    filename: str,
+    title: str | None = None,
+    *,
+    max_pdf_pages: int | None = None,
+    max_unzipped_bytes: int | None = None,
+    max_chars: int | None = None,
+) -> ParsedDocument:
+    """Parse a file's bytes according to its name's extension.
+
+    The limits (ingestion passes the settings ``max_pdf_pages``, ``max_unzipped_bytes`` and
+    ``max_document_chars``) default to the parsers' own (``pdf.MAX_PAGES``,
+    ``office.MAX_UNCOMPRESSED_BYTES``, ``MAX_DOCUMENT_CHARS``); a file over one is refused
+    with :class:`DocumentTooLarge`.
+    """
     kind = file_type_for(filename)
     if not data.strip():
         raise UnreadableDocument(f"{filename} is empty")
+    char_limit = MAX_DOCUMENT_CHARS if max_chars is None else max_chars
+    if kind in ("txt", "md") and len(data) > char_limit:  # never more characters than bytes
+        _check_chars(len(_decode(data, filename)), char_limit, filename)
     stem = Path(filename).stem.replace("_", " ").replace("-", " ").strip() or filename
-    doc = PARSERS[kind](data, stem, filename)
+    if kind == "pdf":
+        doc = parse_pdf(data, stem, max_pages=max_pdf_pages, max_chars=max_chars)
+    elif kind == "docx":
+        doc = parse_docx(data, stem, filename, max_unzipped_bytes=max_unzipped_bytes)
+    elif kind == "pptx":
+        doc = parse_pptx(data, stem, filename, max_unzipped_bytes=max_unzipped_bytes)
+    else:
+        doc = PARSERS[kind](data, stem, filename)
     if not doc.paragraphs:
         raise UnreadableDocument(f"{filename} has no extractable text")
+    _check_chars(sum(len(p.text) for p in doc.paragraphs), char_limit, filename)
     if title:
         doc.title = title
     return doc
+
+
+def _check_chars(count: int, limit: int, filename: str) -> None:
+    if count > limit:
+        raise DocumentTooLarge(
+            f"{filename} has {count:,} characters of text, more than the limit of {limit:,}"
+        )
 
 
 def _decode(data: bytes, filename: str) -> str:

@@ -26,10 +26,11 @@ PDFium is not thread-safe, not even across documents, and parsing runs in worker
 PDFium object is closed explicitly inside it rather than left to finalizers that could run
 on another thread.
 
-Damaged, encrypted and oversized files end in :class:`UnreadableDocument` with a clear
-message, never in one of pypdf's or PDFium's exception types. ``MAX_PAGES`` and
-``MAX_CHARS`` bound the work and memory one upload may take; callers may override them per
-call.
+Damaged, encrypted and oversized files end in :class:`UnreadableDocument` (oversized ones in
+its subclass :class:`DocumentTooLarge`) with a clear message, never in one of pypdf's or
+PDFium's exception types. ``MAX_PAGES`` and ``MAX_CHARS`` bound the work and memory one
+upload may take; callers may override them per call (ingestion passes the settings
+``max_pdf_pages`` and ``max_document_chars``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument, blocks, unwrap
+from agent.ingest.document import (
+    DocumentTooLarge,
+    Paragraph,
+    ParsedDocument,
+    UnreadableDocument,
+    blocks,
+    unwrap,
+)
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -218,7 +226,7 @@ def _collect_pages(
 
 def _check_chars(total: int, max_chars: int) -> None:
     if total > max_chars:
-        raise UnreadableDocument(f"the PDF has more than {max_chars:,} characters of text")
+        raise DocumentTooLarge(f"the PDF has more than {max_chars:,} characters of text")
 
 
 def _reason(exc: BaseException) -> str:
@@ -251,9 +259,7 @@ def _page_count(reader: PdfReader, max_pages: int) -> int:
     except Exception as exc:  # a broken page tree
         raise UnreadableDocument(f"the PDF could not be read: {_reason(exc)}") from exc
     if count > max_pages:
-        raise UnreadableDocument(
-            f"the PDF has {count:,} pages, more than the limit of {max_pages:,}"
-        )
+        raise DocumentTooLarge(f"the PDF has {count:,} pages, more than the limit of {max_pages:,}")
     return count
 
 

@@ -273,7 +273,16 @@ async def ingest_bytes(
     mark = time.perf_counter()
     if progress:
         progress("parse", 0, 1)
-    parsed = await asyncio.to_thread(parse_bytes, data, filename, title)
+    settings = services.settings
+    parsed = await asyncio.to_thread(
+        parse_bytes,
+        data,
+        filename,
+        title,
+        max_pdf_pages=settings.max_pdf_pages,
+        max_unzipped_bytes=settings.max_unzipped_bytes,
+        max_chars=settings.max_document_chars,
+    )
     parse_seconds = time.perf_counter() - mark
     result = await ingest_parsed(
         services,
