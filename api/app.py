@@ -51,6 +51,25 @@ app = FastAPI(
 
 
 install_error_handlers(app)
+
+
+@app.middleware("http")
+async def refuse_oversized_bodies(request, call_next):
+    """413 before reading a body whose declared length is over the upload limit (the upload
+    route also counts the bytes of bodies sent without a length)."""
+    from fastapi.responses import JSONResponse
+
+    from agent.config import get_settings
+    from api.errors import error_body
+
+    declared = request.headers.get("content-length", "")
+    limit = get_settings().api_max_upload_bytes
+    if declared.isdigit() and int(declared) > limit:
+        message = f"The request body is larger than the limit of {limit:,} bytes."
+        return JSONResponse(error_body("too_large", message), status_code=413)
+    return await call_next(request)
+
+
 for module in (documents, sharing, search, chats):
     app.include_router(module.router, prefix="/api")
 

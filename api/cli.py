@@ -683,6 +683,85 @@ def bench_answers_command(
     out.print(f"written: {written}")
 
 
+@bench_app.command("load")
+def bench_load_command(
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients.")] = 50,
+    seconds: Annotated[float, typer.Option(min=0.1, help="Seconds of load.")] = 60.0,
+    max_requests: Annotated[
+        int, typer.Option(min=1, help="Requests started at most (a second bound).")
+    ] = 100_000,
+    users: Annotated[int, typer.Option(min=1, help="Fresh users the clients act as.")] = 10,
+    model: Annotated[
+        str, typer.Option(help="Chat model of the API it starts ('local' for the real one).")
+    ] = "extractive",
+    url: Annotated[
+        str | None,
+        typer.Option(help="Target a running API (loopback only) on the same database instead."),
+    ] = None,
+    database: Annotated[
+        str,
+        typer.Option(
+            help="Database of the started API, or the one the --url server uses (users "
+            "and tokens are made there)."
+        ),
+    ] = "quire_bench_load",
+    as_json: JsonOption = False,
+) -> None:
+    """Concurrent search/ask/upload over HTTP: requests, errors, p50/p95 per route, and
+    usage counters and chat_messages rows checked against the asks made."""
+    from agent.bench_load import LoadConfig, NotLoopback, check_loopback, run_load_bench
+    from agent.benchmarks import machine, write_results
+
+    if url is not None:
+        try:
+            url = check_loopback(url)
+        except NotLoopback as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+    config = LoadConfig(clients=clients, seconds=seconds, max_requests=max_requests, users=users)
+    figures, data_dir = asyncio.run(
+        run_load_bench(
+            config,
+            url=url,
+            model=model,
+            database=database,
+            log=lambda m: err.print(f"[dim]{m}[/dim]"),
+        )
+    )
+    payload = figures.as_dict()
+    written = write_results("load", payload, data_dir / "bench")
+    if as_json:
+        print(json.dumps({"machine": machine(), "results": payload, "written": str(written)}))
+    else:
+        table = Table("route", "requests", "errors", "p50 ms", "p95 ms", "max ms")
+        for r in figures.routes:
+            table.add_row(
+                r.route,
+                str(r.requests),
+                str(r.errors),
+                str(r.p50_ms),
+                str(r.p95_ms),
+                str(r.max_ms),
+            )
+        out.print(table)
+        out.print(
+            f"{figures.requests} requests in {figures.seconds} s ({figures.requests_per_s}/s), "
+            f"{figures.errors} errors; {figures.clients} clients, {figures.users} users, "
+            f"model {figures.model}"
+        )
+        out.print(
+            f"asks answered {figures.asks_ok}; usage chat_messages {figures.usage_chat_messages}; "
+            f"chat_messages rows assistant {figures.assistant_rows} / user {figures.user_rows}: "
+            f"{'match' if figures.counters_match else 'MISMATCH'}"
+        )
+        for sample in figures.error_samples:
+            out.print(f"[yellow]error:[/yellow] {sample}", highlight=False)
+        out.print(f"machine: {machine()}")
+        out.print(f"written: {written}")
+    if figures.errors or not figures.counters_match:
+        raise typer.Exit(1)
+
+
 eval_app = typer.Typer(help="Retrieval quality on public test sets.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 

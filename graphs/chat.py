@@ -62,6 +62,7 @@ from agent.question_lookup import (
     question_context,
     question_numbers,
 )
+from agent.retrieval.citations import CitableChunk, guard_citations, unknown_citations
 from agent.retrieval.knowledge import knowledge_search
 from agent.retrieval.search import SearchOptions
 from agent.router import classify_route
@@ -93,6 +94,15 @@ def _model_spec(runtime: Runtime[Context], default: str) -> str:
 
 
 def _answer_update(answer: Answer) -> dict:
+    # every path, not just the grounded ones: a reply without a context (small talk, a
+    # stored summary, the web) must not cite chunk ids either, e.g. ids a prompt injection
+    # or the conversation history put in the model's mouth; they are removed and counted
+    stray = unknown_citations(answer.text, answer.chunk_map)
+    if stray:
+        answer.text = guard_citations(
+            answer.text, [CitableChunk(cid, "") for cid in answer.chunk_map], min_support=10**6
+        )
+        answer.citations_removed += stray
     return {
         "answer": answer.text,
         "route": answer.route,
