@@ -49,6 +49,9 @@ async def open_checkpointer(services: Services | None = None) -> Checkpointing:
             min_size=1,
             max_size=services.settings.checkpoint_pool_size,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            # test each connection as it is handed out: one the server dropped (restart,
+            # idle timeout, pg_terminate_backend) is replaced instead of failing the turn
+            check=AsyncConnectionPool.check_connection,
             open=False,
         )
         await pool.open(wait=True)
