@@ -169,9 +169,13 @@ async def previous_discussion(
         if not (question or "").strip():
             return []
         embedder = services.embeddings.embedder
-        query_vector = await asyncio.to_thread(
-            embedder.embed_query, _clip(_squash(question), EMBED_QUESTION_CHARS)
-        )
+        try:
+            query_vector = await asyncio.to_thread(
+                embedder.embed_query, _clip(_squash(question), EMBED_QUESTION_CHARS)
+            )
+        except Exception as exc:  # background context only: the turn goes on without it
+            log.warning("previous discussion skipped, the question could not be embedded: %s", exc)
+            return []
     async with services.engine.connect() as conn:
         rows = await db.search_turns(
             conn,

@@ -62,6 +62,13 @@ def install_error_handlers(app: FastAPI) -> None:
         )
         return JSONResponse(error_body("invalid_request", problems[:500]), status_code=422)
 
+    from agent.retrieval.search import EmbedderUnavailable
+
+    @app.exception_handler(EmbedderUnavailable)
+    async def no_embedder(request: Request, exc: EmbedderUnavailable) -> JSONResponse:
+        log.warning("embedder unavailable on %s: %s", request.url.path, exc.__cause__)
+        return JSONResponse(error_body("embedder_unavailable", str(exc)), status_code=503)
+
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)

@@ -55,6 +55,10 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
 
 
+class EmbedderUnavailable(RuntimeError):
+    """The query could not be embedded and the search needs vectors (dense mode)."""
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     """How to search. ``threshold=None`` ranks only (no similarity floor, no fallbacks)."""
@@ -216,9 +220,20 @@ async def search(
 
     vectors: list[np.ndarray] = []
     if options.mode != "bm25":
-        raw = await asyncio.to_thread(
-            lambda: [services.embeddings.embedder.embed_query(q) for q in queries]
-        )
+        try:
+            raw = await asyncio.to_thread(
+                lambda: [services.embeddings.embedder.embed_query(q) for q in queries]
+            )
+        except Exception as exc:
+            if options.mode == "dense":
+                raise EmbedderUnavailable(
+                    "The embedding model is not available, so semantic search cannot run."
+                ) from exc
+            # hybrid goes on with its keyword half (not cached: the failure is recorded)
+            logger.warning("query embedding failed, keyword search only: %s", exc)
+            metrics.failures.append(f"embed: {type(exc).__name__}")
+            options = replace(options, mode="bm25")
+            raw = []
         vectors = [_unit(v) for v in raw]
         clock.lap("embed")
 
