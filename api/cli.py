@@ -934,6 +934,87 @@ def eval_retrieval(
     out.print(f"written: {json_path} and {png_path}")
 
 
+@eval_app.command("answers")
+def eval_answers(
+    dataset: Annotated[
+        Path,
+        typer.Option(help="JSONL: question, answers, document, expected_route, unanswerable."),
+    ],
+    model: Annotated[
+        str, typer.Option(help="Chat model spec: extractive, local, openai:gpt-4o-mini...")
+    ] = "extractive",
+    limit: Annotated[int | None, typer.Option(help="Ask only the first N questions.")] = None,
+    database: Annotated[
+        str, typer.Option(help="Database holding the eval documents (never your documents).")
+    ] = "quire_eval_answers",
+    user: Annotated[str, typer.Option("--user", "-u", help="User owning the documents.")] = (
+        "answers-eval"
+    ),
+    name: Annotated[
+        str, typer.Option(help="Results file stem under $QUIRE_HOME/eval.")
+    ] = "answers",
+    as_json: JsonOption = False,
+) -> None:
+    """Answer accuracy, token F1, citation validity/support and refusals through the chat
+    graph, beside a no-retrieval baseline."""
+    from agent.db.engine import EmbeddingMismatchError
+    from agent.evaluation.answers import run_answers_eval, write_report
+
+    if not dataset.is_file():
+        err.print(f"[red]error:[/red] {dataset} is not a file")
+        raise typer.Exit(2)
+
+    def log(line: str) -> None:
+        if not as_json:
+            err.print(f"[dim]{line}[/dim]")
+
+    try:
+        report, out_dir = asyncio.run(
+            run_answers_eval(
+                dataset, model=model, limit=limit, database=database, user=user, log=log
+            )
+        )
+    except (EmbeddingMismatchError, FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    json_path, png_path = write_report(report, out_dir, name)
+    if as_json:
+        print(
+            json.dumps({**report.as_dict(), "written": [str(json_path), str(png_path)]}, indent=2)
+        )
+        return
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.0f}%"
+
+    table = Table(
+        "route", "n", "match", "F1", "cit. valid", "cit. support", "refusal", "p50 s", "tokens"
+    )
+    rag = {r.route: r for r in report.rows("rag")}
+    base = {r.route: r for r in report.rows("baseline")}
+    for route, r in rag.items():
+        b = base.get(route)
+        table.add_row(
+            route,
+            str(r.questions),
+            f"{pct(r.accuracy)} / {pct(b.accuracy if b else None)}",
+            f"{pct(r.f1)} / {pct(b.f1 if b else None)}",
+            pct(r.citation_validity),
+            pct(r.citation_support),
+            f"{pct(r.refusal_rate)} / {pct(b.refusal_rate if b else None)}",
+            f"{r.latency_p50_s} / {b.latency_p50_s if b else '-'}",
+            f"{r.tokens_mean} / {b.tokens_mean if b else '-'}",
+        )
+    out.print(table)
+    out.print("cells: Quire (retrieval) / baseline (same model, no retrieval)")
+    out.print(
+        f"model {report.model}; database {report.database}; documents "
+        + ", ".join(f"{d['file']} ({d['status']}, {d['chunks']} chunks)" for d in report.documents)
+        + f"; {report.seconds} s"
+    )
+    out.print(f"written: {json_path} and {png_path}")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
