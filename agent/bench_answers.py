@@ -300,14 +300,11 @@ async def prepare_book(
 
 async def _drain_background() -> float:
     """Wait for the work ``save`` left running (the conversation-summary update)."""
-    from graphs import chat
+    from graphs.chat import wait_for_background
 
-    pending = [t for t in getattr(chat, "_background", ()) if not t.done()]
-    if not pending:
-        return 0.0
     started = time.perf_counter()
-    await asyncio.gather(*pending, return_exceptions=True)
-    return time.perf_counter() - started
+    waited = await wait_for_background()
+    return time.perf_counter() - started if waited else 0.0
 
 
 async def ask_once(graph, question: str, context) -> dict:

@@ -14,9 +14,9 @@ from pathlib import PurePosixPath
 from typing import TypeVar
 
 from agent.config import Settings
-from agent.ingest.fetch import check_url, fetch_url
+from agent.ingest.fetch import check_url
 from agent.ingest.pipeline import IngestResult, Progress, ingest_bytes
-from agent.ingest.sources import ingest_text, ingest_transcript
+from agent.ingest.sources import ingest_text, ingest_transcript, ingest_url
 from agent.refusals import Refused, refusal_for
 from agent.services import Services
 from agent.summary_writers import clean_labels
@@ -114,23 +114,17 @@ async def ingest_from_url(
     """Fetch a page or file (SSRF-guarded, size- and time-limited) and store it; the URL is
     its source, so fetching it again after it changed replaces it."""
 
-    async def run() -> IngestResult:
-        if progress:
-            progress("fetch", 0, 1)
-        page = await fetch_url(url, services.settings)
-        return await ingest_bytes(
+    return await _refusing(
+        lambda: ingest_url(
             services,
             user_id,
-            page.data,
-            page.filename,
+            url,
             title=title or None,
             corpus=corpus,
-            source_uri=url,
             tags=tags,
             progress=progress,
         )
-
-    return await _refusing(run)
+    )
 
 
 async def ingest_pasted(

@@ -670,11 +670,13 @@ def _in_background(work) -> None:
     task.add_done_callback(_background.discard)
 
 
-async def wait_for_background(timeout: float | None = None) -> None:
-    """Let the work started after earlier turns finish (a CLI process about to exit)."""
+async def wait_for_background(timeout: float | None = None) -> int:
+    """Let the work started after earlier turns finish (a CLI process about to exit);
+    returns how many tasks were still running."""
     pending = [t for t in _background if not t.done()]
     if pending:
         await asyncio.wait(pending, timeout=timeout)
+    return len(pending)
 
 
 def build_graph():

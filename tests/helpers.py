@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -42,3 +43,18 @@ def quire(*args: str, input: str | None = None, **env: str) -> subprocess.Comple
         text=True,
         timeout=600,
     )
+
+
+def sse_events(body: str) -> list[tuple[str, dict]]:
+    """Parse a text/event-stream body into ``(event, data)`` pairs."""
+    events = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        name, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if data:
+            events.append((name, json.loads("\n".join(data))))
+    return events

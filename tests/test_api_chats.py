@@ -1,13 +1,13 @@
 """The HTTP API's search, chats, asking (JSON and SSE), corrections and usage, over HTTP
 with the real app, the real database and the extractive chat model."""
 
-import json
 import uuid
 
 import httpx
 import pytest
 
 from agent.retrieval.citations import cited_ids
+from tests.helpers import sse_events
 
 A_TEXT = (
     "The lighthouse keeper Marguerite feeds seventeen herring gulls every dawn from the "
@@ -59,21 +59,6 @@ async def people(services):
         "a": await _person(services, "api-a", A_TEXT),
         "b": await _person(services, "api-b", B_TEXT),
     }
-
-
-def _events(body: str) -> list[tuple[str, dict]]:
-    """Parse a text/event-stream body into ``(event, data)`` pairs."""
-    events = []
-    for block in body.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-        if data:
-            events.append((name, json.loads("\n".join(data))))
-    return events
 
 
 async def _new_chat(client, headers, **body) -> str:
@@ -175,7 +160,7 @@ async def test_ask_stream_sends_tokens_then_citations_route_usage_done(client, p
         headers=headers,
     )
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    events = _events(r.text)
+    events = sse_events(r.text)
     names = [name for name, _ in events]
     tokens = [data["text"] for name, data in events if name == "token"]
     assert len(tokens) > 2 and names == ["token"] * len(tokens) + [
@@ -205,7 +190,7 @@ async def test_ask_without_a_chat_starts_one(client, people):
     r = await client.post(
         "/api/ask/stream", json={"question": "What is your name?"}, headers=headers
     )
-    events = _events(r.text)
+    events = sse_events(r.text)
     assert [n for n, _ in events][-4:] == ["citations", "route", "usage", "done"]
     second = events[-1][1]["chat_id"]
     assert "".join(d["text"] for n, d in events if n == "token") == events[-1][1]["answer"]
@@ -350,7 +335,7 @@ async def test_usage_counts_exactly_the_turns_made(client, services):
     r = await client.post(
         f"/api/chats/{one['chat_id']}/ask/stream", json={"question": GULLS}, headers=headers
     )
-    streamed = dict(_events(r.text))
+    streamed = dict(sse_events(r.text))
     usage = (await client.get("/api/usage", headers=headers)).json()["usage"]
     assert usage["chat_messages"] == 2
     assert usage["tokens"] == one["usage"]["tokens"] + streamed["usage"]["tokens"]
@@ -378,8 +363,8 @@ async def test_the_monthly_limit_refuses_clearly_and_saves_nothing(
     r = await client.post(
         f"/api/chats/{chat}/ask/stream", json={"question": GULLS}, headers=headers
     )
-    assert [name for name, _ in _events(r.text)] == ["error"]
-    assert _events(r.text)[0][1]["code"] == "monthly_limit"
+    assert [name for name, _ in sse_events(r.text)] == ["error"]
+    assert sse_events(r.text)[0][1]["code"] == "monthly_limit"
     r = await client.post("/api/ask", json={"question": GULLS}, headers=headers)
     assert r.status_code == 429
     assert len(await _messages(client, headers, chat)) == 2
@@ -407,7 +392,7 @@ async def test_a_model_failure_mid_answer_is_an_error_event_and_saves_nothing(
     r = await client.post(
         f"/api/chats/{chat}/ask/stream", json={"question": GULLS}, headers=headers
     )
-    events = _events(r.text)
+    events = sse_events(r.text)
     names = [name for name, _ in events]
     assert names[-1] == "error" and set(names[:-1]) == {"token"}  # the tokens had started
     assert events[-1][1]["code"] == "answer_failed"

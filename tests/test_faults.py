@@ -14,7 +14,6 @@ d. every database connection is dropped between requests: the next requests succ
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sys
 import textwrap
@@ -29,7 +28,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from sqlalchemy import text
 
 from tests.conftest import ALICE, PRIDE, ROOT
-from tests.helpers import program_env
+from tests.helpers import program_env, sse_events
 
 FAULTS: list[str] = []  # every fault injected (reported by the last test)
 DOC_TEXT = (
@@ -102,20 +101,6 @@ async def _saved_turns(services, user_id) -> dict:
             u=user_id,
         ),
     }
-
-
-def _events(body: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in body.replace("\r\n", "\n").split("\n\n"):
-        name, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-        if data:
-            events.append((name, json.loads("\n".join(data))))
-    return events
 
 
 # --- a. SIGKILL during ingestion -----------------------------------------------------------
@@ -305,7 +290,7 @@ async def test_chat_model_failing_mid_turn_saves_nothing(
     FAULTS.append(f"chat model {error} (POST /api/ask)")
 
     r = await client.post("/api/ask/stream", json={"question": QUESTION}, headers=headers)
-    events = _events(r.text)
+    events = sse_events(r.text)
     names = [name for name, _ in events]
     assert names[-1] == "error" and "done" not in names and "usage" not in names, events
     assert events[-1][1]["code"] == "answer_failed" and events[-1][1]["message"]

@@ -115,6 +115,7 @@ async def ingest_url(
     *,
     title: str | None = None,
     corpus: str = "default",
+    tags: list[str] | None = None,
     progress: Progress | None = None,
 ) -> IngestResult:
     """Fetch a web page or file (SSRF-guarded, size- and time-limited) and ingest it.
@@ -134,6 +135,7 @@ async def ingest_url(
         title=title,
         corpus=corpus,
         source_uri=url,
+        tags=tags,
         progress=progress,
     )
 
