@@ -244,6 +244,38 @@ async def serving(services: Services) -> AsyncIterator[None]:
             registry._services.pop(loop_id, None)
 
 
+async def ensure_global_summary(
+    services: Services, document_id: uuid.UUID, summary_spec: str = "extractive", log: Log = _quiet
+) -> dict:
+    """Make sure ``document_id`` has a global summary; the summary's setup figures.
+
+    A stored summary is kept, except that ``summary_spec`` other than ``extractive``
+    (``--llm-summaries``) writes whatever that model has not written yet.
+    """
+    from agent.db import summaries as store
+    from agent.summaries import summarize_document
+    from agent.summary_writers import summary_writer
+
+    async with services.engine.connect() as conn:
+        doc = await store.document_for_summary(conn, document_id)
+    summary: dict = {"writer": summary_spec, "reused": True, "seconds": 0.0}
+    if doc is None or not doc.global_summary or summary_spec != "extractive":
+        log(f"writing summaries ({summary_spec} writer)...")
+        writer = await summary_writer(services.settings, summary_spec)
+        report = await summarize_document(services, document_id, writer=writer)
+        summary.update(
+            reused=False,
+            seconds=round(report.seconds, 2),
+            sections=report.sections,
+            chapters=report.chapters,
+        )
+        async with services.engine.connect() as conn:
+            doc = await store.document_for_summary(conn, document_id)
+    summary["model"] = doc.summary_model if doc else None
+    summary["chars"] = len(doc.global_summary or "") if doc else 0
+    return summary
+
+
 async def prepare_book(
     services: Services,
     user: str,
@@ -251,17 +283,12 @@ async def prepare_book(
     summary_spec: str = "extractive",
     log: Log = _quiet,
 ) -> tuple[uuid.UUID, dict, dict]:
-    """Ingest Alice for ``user`` (reused when there) and make sure it has a global summary.
-
-    A stored summary is kept, except that ``summary_spec`` other than ``extractive``
-    (``--llm-summaries``) writes whatever that model has not written yet. Returns the
-    document id, the book's and the summary's setup figures.
+    """Ingest Alice for ``user`` (reused when there) and make sure it has a global summary
+    (see :func:`ensure_global_summary`). Returns the document id, the book's and the
+    summary's setup figures.
     """
     from agent.accounts import resolve_user
-    from agent.db import summaries as store
     from agent.ingest.pipeline import ingest_file
-    from agent.summaries import summarize_document
-    from agent.summary_writers import summary_writer
 
     owner = await resolve_user(services, user)
     log(f"ingesting {BOOK.name} for {user}...")
@@ -275,23 +302,7 @@ async def prepare_book(
         "parents": result.parents,
         "seconds": round(result.seconds, 2),
     }
-    async with services.engine.connect() as conn:
-        doc = await store.document_for_summary(conn, result.document_id)
-    summary: dict = {"writer": summary_spec, "reused": True, "seconds": 0.0}
-    if doc is None or not doc.global_summary or summary_spec != "extractive":
-        log(f"writing summaries ({summary_spec} writer)...")
-        writer = await summary_writer(services.settings, summary_spec)
-        report = await summarize_document(services, result.document_id, writer=writer)
-        summary.update(
-            reused=False,
-            seconds=round(report.seconds, 2),
-            sections=report.sections,
-            chapters=report.chapters,
-        )
-        async with services.engine.connect() as conn:
-            doc = await store.document_for_summary(conn, result.document_id)
-    summary["model"] = doc.summary_model if doc else None
-    summary["chars"] = len(doc.global_summary or "") if doc else 0
+    summary = await ensure_global_summary(services, result.document_id, summary_spec, log)
     return result.document_id, book, summary
 
 

@@ -123,6 +123,32 @@ def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
 _BLOCK = re.compile(r"^(#chk_[0-9a-f]{8})\b[^\n]*\n(.*?)(?=^#chk_[0-9a-f]{8}\b|\Z)", re.S | re.M)
 
 
+def _split_request(prompt: str) -> tuple[str, str]:
+    """The material before the last ``Question:`` / ``Request:`` line, and the question."""
+    cut = max(prompt.rfind("Question:"), prompt.rfind("Request:"))
+    if cut < 0:
+        return "", prompt
+    return prompt[:cut], prompt[cut:].partition(":")[2]
+
+
+def _sentences(body: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(body.split())) if s]
+
+
+def _gist(material: str, wanted: set[str], most: int = 3) -> str:
+    """Up to ``most`` sentences of ``material`` that best overlap the question, in order
+    (its opening sentences when none does); header lines ("Book: ...", "Summary:") apart."""
+    lines = [
+        line for line in material.splitlines() if line.strip() and not line.rstrip().endswith(":")
+    ]
+    sentences = [s for line in lines[1:] or lines for s in _sentences(line)]
+    scored = sorted(
+        range(len(sentences)), key=lambda i: -len(wanted & content_terms(sentences[i]))
+    )
+    chosen = sorted(scored[:most]) if scored else []
+    return " ".join(sentences[i] for i in chosen)
+
+
 class ExtractiveChatModel(BaseChatModel):
     """Answers with the context sentence that best overlaps the question, cited by its id.
 
@@ -139,13 +165,16 @@ class ExtractiveChatModel(BaseChatModel):
     def _answer(self, messages: list[BaseMessage]) -> str:
         prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
         prompt = prompt if isinstance(prompt, str) else str(prompt)
-        passages, _, question = prompt.rpartition("Question:")
+        material, question = _split_request(prompt)
         wanted = content_terms(question)
+        blocks = _BLOCK.findall(material or prompt)
+        if not blocks and material.strip():
+            return _gist(material, wanted)  # an overview prompt: a summary or a ToC, no ids
         best: tuple[int, str, str] | None = None
-        for cid, body in _BLOCK.findall(passages or prompt):
-            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(body.split())):
+        for cid, body in blocks:
+            for sentence in _sentences(body):
                 score = len(wanted & content_terms(sentence))
-                if sentence and (best is None or score > best[0]):
+                if best is None or score > best[0]:
                     best = (score, sentence, cid)
         if best is None or best[0] == 0:
             if best is None:

@@ -953,10 +953,19 @@ def eval_answers(
     name: Annotated[
         str, typer.Option(help="Results file stem under $QUIRE_HOME/eval.")
     ] = "answers",
+    llm_summaries: Annotated[
+        bool,
+        typer.Option(
+            "--llm-summaries",
+            help="Write the books' global summaries with the model (slow), not extractive.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Answer accuracy, token F1, citation validity/support and refusals through the chat
     graph, beside a no-retrieval baseline."""
+    from rich.table import Column
+
     from agent.db.engine import EmbeddingMismatchError
     from agent.evaluation.answers import run_answers_eval, write_report
 
@@ -971,7 +980,13 @@ def eval_answers(
     try:
         report, out_dir = asyncio.run(
             run_answers_eval(
-                dataset, model=model, limit=limit, database=database, user=user, log=log
+                dataset,
+                model=model,
+                limit=limit,
+                database=database,
+                user=user,
+                summaries=model if llm_summaries else "extractive",
+                log=log,
             )
         )
     except (EmbeddingMismatchError, FileNotFoundError, ValueError) as exc:
@@ -988,7 +1003,16 @@ def eval_answers(
         return "-" if value is None else f"{100 * value:.0f}%"
 
     table = Table(
-        "route", "n", "match", "F1", "cit. valid", "cit. support", "refusal", "p50 s", "tokens"
+        Column("route", no_wrap=True),
+        "n",
+        "routed",
+        "match",
+        "F1",
+        "cit. valid",
+        "cit. support",
+        "refusal",
+        "p50 s",
+        "tokens",
     )
     rag = {r.route: r for r in report.rows("rag")}
     base = {r.route: r for r in report.rows("baseline")}
@@ -997,6 +1021,7 @@ def eval_answers(
         table.add_row(
             route,
             str(r.questions),
+            "-" if r.route_matches is None else f"{r.route_matches}/{r.expected_routes}",
             f"{pct(r.accuracy)} / {pct(b.accuracy if b else None)}",
             f"{pct(r.f1)} / {pct(b.f1 if b else None)}",
             pct(r.citation_validity),
@@ -1006,7 +1031,10 @@ def eval_answers(
             f"{r.tokens_mean} / {b.tokens_mean if b else '-'}",
         )
     out.print(table)
-    out.print("cells: Quire (retrieval) / baseline (same model, no retrieval)")
+    out.print(
+        "cells: Quire (retrieval) / baseline (same model, no retrieval); routed: questions "
+        "whose expected route the router took"
+    )
     out.print(
         f"model {report.model}; database {report.database}; documents "
         + ", ".join(f"{d['file']} ({d['status']}, {d['chunks']} chunks)" for d in report.documents)

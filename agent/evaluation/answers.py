@@ -216,6 +216,8 @@ class RouteFigures:
     latency_mean_s: float | None
     tokens_mean: float | None
     route_matches: int | None = None
+    """Of the ``expected_routes`` questions that name a route, how many the graph took."""
+    expected_routes: int = 0
 
 
 @dataclass
@@ -277,6 +279,7 @@ def route_figures(system: str, route: str, rows: list[QuestionResult]) -> RouteF
             if expected and system == "rag"
             else None
         ),
+        expected_routes=len(expected),
     )
 
 
@@ -371,16 +374,20 @@ async def evaluate_answers(
     model: str = "extractive",
     user: str = EVAL_USER,
     baseline: bool = True,
+    summaries: str | None = "extractive",
     log: Log = _quiet,
 ) -> AnswersReport:
     """Ingest the documents, ask every question through the graph and the baseline, score.
 
+    ``summaries`` names the writer of each document's global summary (``extractive``: lead
+    sentences in seconds; a model spec: that model) so overview questions take Path B as
+    they would once the summary worker is done; ``None`` leaves them to the ToC fallback.
     ``services`` becomes what the graph's nodes get from ``get_services()`` (see
     :func:`agent.bench_answers.serving`).
     """
     from sqlalchemy import text as sql
 
-    from agent.bench_answers import ask_once, serving
+    from agent.bench_answers import ask_once, ensure_global_summary, serving
     from graphs.chat import graph
     from graphs.context import Context
 
@@ -392,6 +399,11 @@ async def evaluate_answers(
     results: list[QuestionResult] = []
     async with serving(services):
         ids, documents = await ingest_documents(services, user, paths, log)
+        if summaries:
+            for info, document_id in zip(documents, ids.values(), strict=True):
+                info["summary"] = await ensure_global_summary(
+                    services, document_id, summaries, log
+                )
         every = [str(i) for i in ids.values()]
         for n, item in enumerate(items, start=1):
             scope = [str(ids[p]) for p in item.documents] or every
@@ -460,6 +472,7 @@ async def run_answers_eval(
     limit: int | None = None,
     database: str = EVAL_DATABASE,
     user: str = EVAL_USER,
+    summaries: str | None = "extractive",
     log: Log = _quiet,
 ) -> tuple[AnswersReport, Path]:
     """``quire eval answers``: the eval in its own database; the report and the eval folder."""
@@ -471,7 +484,13 @@ async def run_answers_eval(
     services = await open_services(settings)
     try:
         report = await evaluate_answers(
-            services, items, dataset=str(dataset), model=model, user=user, log=log
+            services,
+            items,
+            dataset=str(dataset),
+            model=model,
+            user=user,
+            summaries=summaries,
+            log=log,
         )
         return report, services.settings.data_dir / "eval"
     finally:
