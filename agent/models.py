@@ -142,9 +142,7 @@ def _gist(material: str, wanted: set[str], most: int = 3) -> str:
         line for line in material.splitlines() if line.strip() and not line.rstrip().endswith(":")
     ]
     sentences = [s for line in lines[1:] or lines for s in _sentences(line)]
-    scored = sorted(
-        range(len(sentences)), key=lambda i: -len(wanted & content_terms(sentences[i]))
-    )
+    scored = sorted(range(len(sentences)), key=lambda i: -len(wanted & content_terms(sentences[i])))
     chosen = sorted(scored[:most]) if scored else []
     return " ".join(sentences[i] for i in chosen)
 

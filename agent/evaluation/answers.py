@@ -401,9 +401,7 @@ async def evaluate_answers(
         ids, documents = await ingest_documents(services, user, paths, log)
         if summaries:
             for info, document_id in zip(documents, ids.values(), strict=True):
-                info["summary"] = await ensure_global_summary(
-                    services, document_id, summaries, log
-                )
+                info["summary"] = await ensure_global_summary(services, document_id, summaries, log)
         every = [str(i) for i in ids.values()]
         for n, item in enumerate(items, start=1):
             scope = [str(ids[p]) for p in item.documents] or every
