@@ -135,6 +135,44 @@ def load_beir(folder: Path, split: str = "test") -> BeirDataset:
     return BeirDataset(folder.name, corpus, queries, {q: qrels[q] for q in queries})
 
 
+def write_beir_subset(
+    source: Path,
+    out: Path,
+    *,
+    queries: int,
+    distractors: int,
+    split: str = "test",
+    seed: int = 13,
+) -> Path:
+    """A smaller BEIR folder in ``out``: the split's first ``queries`` judged queries, every
+    document judged for them, and ``distractors`` other documents drawn with ``seed``.
+
+    Scores on it are higher than on the whole corpus (fewer competitors); it exists so a
+    short run (CI, ``quire bench --quick``) can still catch a quality regression.
+    """
+    import random
+
+    data = load_beir(source, split)
+    chosen = list(data.queries)[:queries]
+    judged = {d for q in chosen for d in data.qrels[q] if d in data.corpus}
+    others = sorted(set(data.corpus) - judged)
+    picked = judged | set(random.Random(seed).sample(others, min(distractors, len(others))))
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    with (out / "corpus.jsonl").open("w", encoding="utf-8") as fh:
+        for doc_id in sorted(picked):
+            title, body = data.corpus[doc_id]
+            fh.write(json.dumps({"_id": doc_id, "title": title, "text": body}) + "\n")
+    with (out / "queries.jsonl").open("w", encoding="utf-8") as fh:
+        for qid in chosen:
+            fh.write(json.dumps({"_id": qid, "text": data.queries[qid]}) + "\n")
+    with (out / "qrels" / f"{split}.tsv").open("w", encoding="utf-8") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for qid in chosen:
+            for doc_id, grade in data.qrels[qid].items():
+                fh.write(f"{qid}\t{doc_id}\t{grade}\n")
+    return out
+
+
 # --- indexing ---------------------------------------------------------------------------------
 
 
