@@ -46,9 +46,8 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from sqlalchemy import text
 
-from agent.benchmarks import SHARED_DATA
-from agent.config import Settings, get_settings
-from agent.db.server import ensure_database, with_database
+from agent.benchmarks import SHARED_DATA, database_settings
+from agent.config import Settings
 from agent.services import Services, open_services
 
 BENCH_DATABASE = "quire_bench_answers"
@@ -213,14 +212,9 @@ class AnswersFigures:
 # --- the database -------------------------------------------------------------------------
 
 
-def bench_settings(base: Settings | None = None) -> Settings:
+def bench_settings(base: Settings | None = None, database: str = BENCH_DATABASE) -> Settings:
     """The settings with the benchmark's own database (same server) instead of Quire's."""
-    base = base or get_settings()
-    update: dict = {"database_name": BENCH_DATABASE}
-    if base.database_url:  # external server: the database named in the URL is used as is
-        ensure_database(base.database_url, BENCH_DATABASE)
-        update["database_url"] = with_database(base.database_url, BENCH_DATABASE).libpq
-    return base.model_copy(update=update)
+    return database_settings(database, base)
 
 
 @contextlib.asynccontextmanager
@@ -533,9 +527,10 @@ async def run_answers_bench(
     repeat: int = 1,
     llm_summaries: bool = False,
     log: Log = _quiet,
+    database: str = BENCH_DATABASE,
 ) -> tuple[AnswersFigures, Path]:
     """``quire bench answers``: the benchmark in its own database; figures and data folder."""
-    settings = await asyncio.to_thread(bench_settings)
+    settings = await asyncio.to_thread(bench_settings, None, database)
     services = await open_services(settings)
     try:
         figures = await bench_answers(

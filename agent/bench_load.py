@@ -417,17 +417,14 @@ async def run_load_bench(
 ) -> tuple[LoadFigures, Path]:
     """The CLI's entry: open services on ``database`` (its own, never the user's data) and
     run :func:`run_load`; returns the figures and the data folder."""
+    from agent.benchmarks import database_settings
     from agent.config import get_settings
     from agent.services import open_services
 
-    settings = get_settings().model_copy(update={"database_name": database})
-    if settings.database_url and url is None:
-        from agent.db.server import ensure_database, with_database
-
-        await asyncio.to_thread(ensure_database, settings.database_url, database)
-        settings = settings.model_copy(
-            update={"database_url": with_database(settings.database_url, database).libpq}
-        )
+    if url is None:
+        settings = await asyncio.to_thread(database_settings, database)
+    else:  # the running server's own settings name its database
+        settings = get_settings().model_copy(update={"database_name": database})
     services = await open_services(settings)
     try:
         figures = await run_load(services, config, url=url, model=model, log=log)

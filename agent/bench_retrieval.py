@@ -43,13 +43,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from agent.benchmarks import SHARED_DATA
-from agent.config import Settings, get_settings
+from agent.benchmarks import QUICK_SUFFIX, SHARED_DATA, database_settings
+from agent.config import Settings
 from agent.db.chunks import BM25Params, dense_search, keyword_search
 from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, vector_literal
 from agent.db.engine import ensure_embedding_store
 from agent.db.scope import SearchScope
-from agent.db.server import ensure_database, server_url, with_database
+from agent.db.server import server_url, with_database
 from agent.db.users import get_or_create_user
 from agent.ingest.document import blocks, unwrap
 from agent.ingest.sentences import split_sentences
@@ -244,14 +244,9 @@ def _quiet(_: str) -> None:
 # --- the database -------------------------------------------------------------------------
 
 
-def bench_settings(base: Settings | None = None) -> Settings:
-    """The settings with the benchmark's own database (on the same server) instead of Quire's."""
-    base = base or get_settings()
-    update: dict = {"database_name": BENCH_DATABASE}
-    if base.database_url:  # external server: the database named in the URL is used as is
-        ensure_database(base.database_url, BENCH_DATABASE)
-        update["database_url"] = with_database(base.database_url, BENCH_DATABASE).libpq
-    return base.model_copy(update=update)
+def is_bench_database(name: str | None) -> bool:
+    """Whether ``name`` is one of this benchmark's databases (full or ``--quick``)."""
+    return name in (BENCH_DATABASE, BENCH_DATABASE + QUICK_SUFFIX)
 
 
 def drop_bench_database(settings: Settings) -> None:
@@ -259,22 +254,24 @@ def drop_bench_database(settings: Settings) -> None:
     import psycopg
     from psycopg import sql
 
-    if settings.database_name != BENCH_DATABASE:
+    if not is_bench_database(settings.database_name):
         raise ValueError(f"refusing to drop {settings.database_name!r}")
     admin = with_database(server_url(settings), "postgres").libpq
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(BENCH_DATABASE)
+                sql.Identifier(settings.database_name)
             )
         )
 
 
-async def open_bench_services(rebuild: bool = False, base: Settings | None = None) -> Services:
+async def open_bench_services(
+    rebuild: bool = False, base: Settings | None = None, database: str = BENCH_DATABASE
+) -> Services:
     """Services on the benchmark database (dropped first with ``rebuild``)."""
     import asyncio
 
-    settings = await asyncio.to_thread(bench_settings, base)
+    settings = await asyncio.to_thread(database_settings, database, base)
     if rebuild:
         await asyncio.to_thread(drop_bench_database, settings)
     return await open_services(settings)
@@ -448,7 +445,7 @@ async def build_corpus(
     await drop_corpus(services, spec)
     async with services.engine.connect() as conn:
         database = (await conn.execute(text("SELECT current_database()"))).scalar()
-    if not index_during_load and database != BENCH_DATABASE:
+    if not index_during_load and not is_bench_database(database):
         raise ValueError(f"the HNSW index is dropped only in {BENCH_DATABASE!r}, not {database!r}")
 
     sentences = book_sentences()
@@ -742,10 +739,14 @@ async def bench_retrieval(
 
 
 async def run_retrieval_bench(
-    queries: int = 200, chunks: int = 100_000, rebuild: bool = False, log: Log = _quiet
+    queries: int = 200,
+    chunks: int = 100_000,
+    rebuild: bool = False,
+    log: Log = _quiet,
+    database: str = BENCH_DATABASE,
 ) -> tuple[RetrievalFigures, Path]:
     """``quire bench retrieval``: the benchmark in its own database; figures and data folder."""
-    services = await open_bench_services(rebuild)
+    services = await open_bench_services(rebuild, database=database)
     try:
         figures = await bench_retrieval(
             services,

@@ -12,9 +12,13 @@ from pathlib import Path
 from sqlalchemy import text
 
 from agent.accounts import resolve_user
+from agent.config import Settings, get_settings
+from agent.db.server import ensure_database, with_database
 from agent.ingest.pipeline import ingest_bytes
 from agent.services import Services
 
+QUICK_SUFFIX = "_quick"
+"""Appended to a benchmark database's name by ``quire bench --quick``."""
 SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 INGEST_FILES = [
     SHARED_DATA / "books" / "pride-and-prejudice.txt",
@@ -85,15 +89,65 @@ async def bench_ingest(services: Services, files: list[Path] | None = None) -> l
     return figures
 
 
+def database_settings(database: str, base: Settings | None = None) -> Settings:
+    """The settings with a benchmark's own database (same server) instead of Quire's."""
+    base = base or get_settings()
+    update: dict = {"database_name": database}
+    if base.database_url:  # external server: the database named in the URL is used as is
+        ensure_database(base.database_url, database)
+        update["database_url"] = with_database(base.database_url, database).libpq
+    return base.model_copy(update=update)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
 def machine() -> dict:
-    """What the figures were measured on."""
+    """What the figures were measured on (and which commit)."""
     import os
 
     return {
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "cpu": _cpu_model(),
         "cpus": os.cpu_count(),
-        "load_avg": os.getloadavg(),
+        "memory_gib": _memory_gib(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "commit": _git_commit(),
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 

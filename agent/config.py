@@ -87,6 +87,12 @@ class Settings(BaseSettings):
     temperature_summary: float = 0.4  # Path B
     temperature_reasoning: float = 0.5  # Path C
     temperature_general: float = 0.7
+    chat_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="Time limit of one chat turn up to its answer (routing, retrieval, model "
+        "calls; saving is not cut short): over it the API answers 504 model_timeout.",
+    )
     embed_batch_size: int = 32
     embed_max_tokens: int = 256
 

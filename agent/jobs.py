@@ -28,6 +28,7 @@ from agent.db.jobs import JobRow, JobWork
 from agent.ingest.pipeline import IngestResult, Progress
 from agent.intake import check_not_empty, ingest_from_url, ingest_upload, vet_url
 from agent.refusals import Refused, refusal_for
+from agent.retrieval.search import EmbedderUnavailable
 from agent.services import Services
 from agent.sharing import get_document
 from agent.uploads import Upload
@@ -234,6 +235,9 @@ async def run_job(services: Services, job_id: uuid.UUID) -> bool:
                 async with services.engine.begin() as conn:
                     await store.release_job(conn, job_id)
             raise
+        except EmbedderUnavailable as exc:  # a fault, not bad input: fail with a clear reason
+            logger.warning("ingest job %s: embedder unavailable: %r", job_id, exc.__cause__)
+            code, message = "embedder_unavailable", str(exc)
         except Exception as exc:
             refusal = refusal_for(exc)
             if refusal is None:

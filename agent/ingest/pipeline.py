@@ -26,6 +26,7 @@ from agent.ingest.detect import detect_document_type
 from agent.ingest.document import Paragraph
 from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
+from agent.retrieval.search import EmbedderUnavailable
 from agent.services import Services
 from agent.summary_worker import wake_summary_worker
 
@@ -139,9 +140,15 @@ async def _embed(
     size = max(1, services.settings.embed_batch_size)
     vectors: list[list[float]] = []
     for start in range(0, len(texts), size):
-        vectors.extend(
-            await asyncio.to_thread(embedder.embed_documents, texts[start : start + size])
-        )
+        try:
+            batch = await asyncio.to_thread(embedder.embed_documents, texts[start : start + size])
+        except Exception as exc:
+            # before the store transaction: nothing of the document has been written
+            raise EmbedderUnavailable(
+                "The embedding model is not available, so the document could not be indexed. "
+                "Nothing was stored; try again later."
+            ) from exc
+        vectors.extend(batch)
         if progress:
             progress("embed", len(vectors), len(texts))
     return vectors
@@ -163,7 +170,8 @@ async def ingest_parsed(
     """Store an already parsed document for ``user_id`` (see module docs for the rules).
 
     Documents with sections (books, long documents) are stored with summaries ``pending``
-    and the server's background worker, if running, is told about them.
+    and the server's background worker, if running, is told about them. Raises
+    :class:`EmbedderUnavailable` when the embedding model fails (nothing is stored).
     """
     started = time.perf_counter()
     async with services.engine.connect() as conn:
