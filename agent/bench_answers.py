@@ -33,7 +33,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,7 +48,7 @@ from sqlalchemy import text
 
 from agent.benchmarks import SHARED_DATA, database_settings
 from agent.config import Settings
-from agent.services import Services, open_services
+from agent.services import Services, open_services, serving
 
 BENCH_DATABASE = "quire_bench_answers"
 BENCH_USER = "bench-answers"
@@ -217,27 +217,6 @@ def bench_settings(base: Settings | None = None, database: str = BENCH_DATABASE)
     return database_settings(database, base)
 
 
-@contextlib.asynccontextmanager
-async def serving(services: Services) -> AsyncIterator[None]:
-    """Make ``services`` what :func:`agent.services.get_services` returns in this event loop.
-
-    Graph nodes reach the database through ``get_services()``; a loop that already has
-    other services is refused (the bench would answer from the wrong database).
-    """
-    from agent import services as registry
-
-    loop_id = id(asyncio.get_running_loop())
-    current = registry._services.get(loop_id)
-    if current is not None and current is not services:
-        raise RuntimeError("this event loop already serves other services")
-    registry._services[loop_id] = services
-    try:
-        yield
-    finally:
-        if current is None:
-            registry._services.pop(loop_id, None)
-
-
 async def ensure_global_summary(
     services: Services, document_id: uuid.UUID, summary_spec: str = "extractive", log: Log = _quiet
 ) -> dict:
@@ -401,7 +380,7 @@ async def bench_answers(
 ) -> AnswersFigures:
     """Prepare the book, then ask every path's questions ``repeat`` times through the graph.
 
-    ``services`` must be (or become, see :func:`serving`) what the graph's nodes get from
+    ``services`` must be (or become, see :func:`agent.services.serving`) what the graph's nodes get from
     ``get_services()``. ``model`` is the chat model spec for every node (``Context.chat_model``).
     """
     from graphs.chat import graph

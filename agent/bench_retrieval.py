@@ -744,13 +744,18 @@ async def run_retrieval_bench(
     rebuild: bool = False,
     log: Log = _quiet,
     database: str = BENCH_DATABASE,
+    pool_size: int | None = None,
 ) -> tuple[RetrievalFigures, Path]:
-    """``quire bench retrieval``: the benchmark in its own database; figures and data folder."""
+    """``quire bench retrieval``: the benchmark in its own database; figures and data folder.
+
+    ``pool_size``: how many book sentences are embedded to draw chunk vectors from (the
+    corpus default when ``None``; smaller only for tiny test runs).
+    """
     services = await open_bench_services(rebuild, database=database)
     try:
         figures = await bench_retrieval(
             services,
-            CorpusSpec.scaled(chunks),
+            CorpusSpec.scaled(chunks, **({"pool_size": pool_size} if pool_size else {})),
             queries=queries,
             index_during_load=False,
             log=log,

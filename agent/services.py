@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -60,6 +61,26 @@ async def get_services() -> Services:
         if loop_id not in _services:
             _services[loop_id] = await open_services()
     return _services[loop_id]
+
+
+@contextlib.asynccontextmanager
+async def serving(services: Services) -> AsyncIterator[None]:
+    """Make ``services`` what :func:`get_services` returns in this event loop for the block.
+
+    Benchmarks and evals open services on their own database; graph nodes reach the
+    database through ``get_services()``. Services the loop had before are put back after
+    the block (a test session's, say), so run nothing else on this loop meanwhile.
+    """
+    loop_id = id(asyncio.get_running_loop())
+    previous = _services.get(loop_id)
+    _services[loop_id] = services
+    try:
+        yield
+    finally:
+        if previous is None:
+            _services.pop(loop_id, None)
+        else:
+            _services[loop_id] = previous
 
 
 async def close_services() -> None:

@@ -8,6 +8,8 @@ end (``save``), so a turn that fails or is refused leaves no message and no usag
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 STREAMED_NODES = frozenset({"generate", "general", "overview", "web_search"})
 """Nodes whose model output is the answer (before the citation guard); other nodes' text
 (fixed replies, refusals, the not-covered preamble) arrives as one token at the end."""
+
+ANSWERED_NODES = frozenset({"direct", "general", "web_search", "generate", "not_covered"})
+"""Nodes after which only ``save`` runs: the turn's time limit ends with them."""
 
 
 @dataclass(frozen=True)
@@ -97,29 +102,57 @@ def answer_body(state: dict) -> dict:
     }
 
 
+class TurnTimedOut(Exception):
+    """The turn did not reach its answer within ``settings.chat_timeout_seconds``."""
+
+
 async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
-    """The graph's answer tokens as they stream, then ``("final", state)``."""
+    """The graph's answer tokens as they stream, then ``("final", state)``.
+
+    Raises :class:`TurnTimedOut` when the turn has no answer within
+    ``settings.chat_timeout_seconds``. Only waiting on the graph counts (never the caller's
+    time between tokens), and the limit is lifted once an answering node is done, so a
+    turn is never cut off while ``save`` writes it.
+    """
     graph = (await open_checkpointer(services)).chat_graph
     context = Context(user=turn.user.name, chat_id=str(turn.chat_id), book=turn.book)
     config = {"configurable": {"thread_id": str(turn.chat_id)}}
     final: dict = {}
-    async for mode, payload in graph.astream(
+    deadline: float | None = (
+        asyncio.get_running_loop().time() + services.settings.chat_timeout_seconds
+    )
+    updates = graph.astream(
         {"messages": [HumanMessage(turn.question)]},
         config=config,
         context=context,
-        stream_mode=["messages", "values"],
-    ):
-        if mode == "messages":
-            chunk, meta = payload
-            if (
-                isinstance(chunk, AIMessageChunk)
-                and isinstance(chunk.content, str)
-                and chunk.content
-                and meta.get("langgraph_node") in STREAMED_NODES
-            ):
-                yield "token", chunk.content
-        elif mode == "values":
-            final = payload
+        stream_mode=["messages", "values", "updates"],
+    )
+    async with contextlib.aclosing(updates) as stream:
+        while True:
+            limit = asyncio.timeout_at(deadline)
+            try:
+                async with limit:
+                    mode, payload = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                if limit.expired():
+                    raise TurnTimedOut from None
+                raise
+            if mode == "updates":
+                if isinstance(payload, dict) and ANSWERED_NODES.intersection(payload):
+                    deadline = None
+            elif mode == "messages":
+                chunk, meta = payload
+                if (
+                    isinstance(chunk, AIMessageChunk)
+                    and isinstance(chunk.content, str)
+                    and chunk.content
+                    and meta.get("langgraph_node") in STREAMED_NODES
+                ):
+                    yield "token", chunk.content
+            elif mode == "values":
+                final = payload
     yield "final", final
 
 
@@ -137,7 +170,7 @@ async def _discard(services: Services, turn: Turn) -> None:
 
 async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
     """``("token", text)`` as the answer streams, then ``("answer", body)``; raises
-    :class:`ApiError` (404, 429, 502) when the turn cannot be answered."""
+    :class:`ApiError` (404, 429, 502, 504) when the turn cannot be answered."""
     tokens = _TokenText()
     state: dict = {}
     try:
@@ -149,6 +182,15 @@ async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, ob
                 state = payload  # type: ignore[assignment]
     except ChatOwnershipError:
         raise ApiError(404, "not_found", "No such chat.") from None
+    except TurnTimedOut:
+        seconds = services.settings.chat_timeout_seconds
+        log.warning("chat turn timed out after %s s (user %s)", seconds, turn.user.id)
+        await _discard(services, turn)
+        raise ApiError(
+            504,
+            "model_timeout",
+            f"The model did not answer within {seconds:g} seconds. Nothing was saved; try again.",
+        ) from None
     except Exception:
         log.exception("chat turn failed (user %s, chat %s)", turn.user.id, turn.chat_id)
         await _discard(services, turn)
@@ -171,7 +213,8 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
 
     Raises :class:`ApiError`: 404 for a chat that is not the user's, 429 when the monthly
     limit is reached, 502 ``answer_failed`` when the model (or anything else) fails before
-    the turn is saved (the graph saves it in one transaction in its last node).
+    the turn is saved (the graph saves it in one transaction in its last node), 504
+    ``model_timeout`` when it has no answer within ``settings.chat_timeout_seconds``.
     """
     async for kind, payload in _answer(services, turn):
         if kind == "token":

@@ -7,11 +7,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
 from starlette.routing import Match, Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent import __version__
-from api.errors import install_error_handlers
+from api.errors import ApiError, error_body, install_error_handlers
 from api.routes import chats, documents, search, sharing
 
 logger = logging.getLogger(__name__)
@@ -53,21 +56,68 @@ app = FastAPI(
 install_error_handlers(app)
 
 
-@app.middleware("http")
-async def refuse_oversized_bodies(request, call_next):
-    """413 before reading a body whose declared length is over the upload limit (the upload
-    route also counts the bytes of bodies sent without a length)."""
-    from fastapi.responses import JSONResponse
+class _BodyTooLarge(ApiError):
+    """Raised from ``receive`` once a request body passes the limit (FastAPI's body reading
+    lets an ``HTTPException`` through, so the route ends with this 413)."""
 
-    from agent.config import get_settings
-    from api.errors import error_body
-
-    declared = request.headers.get("content-length", "")
-    limit = get_settings().api_max_upload_bytes
-    if declared.isdigit() and int(declared) > limit:
+    def __init__(self, limit: int) -> None:
         message = f"The request body is larger than the limit of {limit:,} bytes."
-        return JSONResponse(error_body("too_large", message), status_code=413)
-    return await call_next(request)
+        super().__init__(413, "too_large", message)
+
+
+class BodyLimit:
+    """ASGI middleware: ``413 too_large`` for a request body over ``api_max_upload_bytes``.
+
+    A declared ``Content-Length`` over the limit is refused before a byte is read; a body
+    sent without one (chunked) is counted as it arrives and refused at the first chunk past
+    the limit, so it is never buffered whole. The limit is read per request (a setting).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on with a ``receive`` that counts the body's bytes."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from agent.config import get_settings
+
+        limit = get_settings().api_max_upload_bytes
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large_response(_BodyTooLarge(limit))(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _BodyTooLarge(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge as exc:  # read outside a route (no handler answered it)
+            if started:
+                raise
+            await _too_large_response(exc)(scope, receive, send)
+
+
+def _too_large_response(exc: _BodyTooLarge) -> JSONResponse:
+    return JSONResponse(error_body(exc.code, str(exc.detail)), status_code=413)
+
+
+app.add_middleware(BodyLimit)
 
 
 for module in (documents, sharing, search, chats):

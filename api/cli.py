@@ -152,6 +152,7 @@ def ingest(
     import base64
 
     from agent.ingest.pipeline import expand_paths
+    from agent.retrieval.search import EmbedderUnavailable
     from graphs.ingest import IngestContext
     from graphs.ingest import graph as ingest_graph
 
@@ -194,7 +195,11 @@ def ingest(
                 def show(stage: str, done: int, total: int, task=task, label=label) -> None:
                     bar.update(task, description=f"{label}: {stage}", completed=done, total=total)
 
-                result = await one(owner_name, request, show)
+                try:
+                    result = await one(owner_name, request, show)
+                except EmbedderUnavailable as exc:  # nothing of this source was stored
+                    result = {"status": "error", "error": str(exc)}
+                    result["error_code"] = "embedder_unavailable"
                 if result.get("status") == "error":
                     failures += 1
                     bar.update(task, description=f"[red]{label}: failed")
@@ -502,8 +507,71 @@ def chat(
     _run(work)
 
 
-bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks that print figures. Alone, `quire bench` runs them all into one report.",
+    invoke_without_command=True,
+)
 app.add_typer(bench_app, name="bench")
+
+
+@bench_app.callback()
+def bench_all(
+    ctx: typer.Context,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick", help="Minutes: small corpora, a 10 s load, a SciFact slice, 9 questions."
+        ),
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Chat model of the answer benchmarks (default: local; quick: extractive)."
+        ),
+    ] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Leave out a benchmark (repeatable): ingest, retrieval, answers, load, "
+            "eval-retrieval, eval-answers."
+        ),
+    ] = None,
+) -> None:
+    """Run every benchmark and write one Markdown report with all figures and the machine.
+
+    Options here apply to the full run only (`quire bench --quick`), not to subcommands.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from agent.bench_report import (
+        BENCHMARKS,
+        BenchPlan,
+        render_report,
+        run_benchmarks,
+        write_bench_report,
+    )
+    from agent.config import get_settings
+
+    unknown = sorted(set(skip or []) - set(BENCHMARKS))
+    if unknown:
+        err.print(
+            f"[red]error:[/red] unknown benchmark {', '.join(unknown)}: use {', '.join(BENCHMARKS)}"
+        )
+        raise typer.Exit(2)
+    plan = (
+        BenchPlan.quick_plan(model or "extractive", skip=frozenset(skip or []))
+        if quick
+        else BenchPlan(model=model or "local", skip=frozenset(skip or []))
+    )
+    sections = asyncio.run(
+        run_benchmarks(plan, log=lambda m: err.print(m, style="dim", highlight=False))
+    )
+    markdown = render_report(sections, plan)
+    written = write_bench_report(markdown, sections, plan, get_settings().data_dir / "bench")
+    typer.echo(markdown)  # plain: rich would wrap the tables
+    out.print(f"written: {written}")
+    if any(s.error for s in sections):
+        raise typer.Exit(1)
 
 
 @bench_app.command("ingest")

@@ -53,6 +53,27 @@ async def services(settings):
 
 
 @pytest.fixture
+async def client(services):
+    """An httpx client on the real FastAPI app, in process."""
+    import httpx
+
+    from api.app import app
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=120) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+async def close_checkpointer_after(services):
+    """Close the API's Postgres checkpointer when the module is done (its pool is per loop)."""
+    yield
+    from agent.checkpoint import close_checkpointer
+
+    await close_checkpointer()
+
+
+@pytest.fixture
 async def new_user(services):
     """A fresh user (unique name) for tests that must not see each other's data."""
     from agent.accounts import resolve_user

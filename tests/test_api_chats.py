@@ -3,7 +3,6 @@ with the real app, the real database and the extractive chat model."""
 
 import uuid
 
-import httpx
 import pytest
 
 from agent.retrieval.citations import cited_ids
@@ -23,21 +22,7 @@ B_TEXT = (
 GULLS = "How many herring gulls does Marguerite feed every dawn?"
 
 
-@pytest.fixture
-async def client(services):
-    from api.app import app
-
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=120) as c:
-        yield c
-
-
-@pytest.fixture(scope="module", autouse=True)
-async def _close_checkpointer(services):
-    yield
-    from agent.checkpoint import close_checkpointer
-
-    await close_checkpointer()
+pytestmark = pytest.mark.usefixtures("close_checkpointer_after")
 
 
 async def _person(services, prefix: str, text: str | None):

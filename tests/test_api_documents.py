@@ -9,7 +9,6 @@ import threading
 import uuid
 from urllib.parse import quote
 
-import httpx
 import pytest
 from sqlalchemy import text
 
@@ -23,7 +22,6 @@ from agent.retrieval.citations import citation_id
 from agent.summaries import summarize_document
 from agent.summary_writers import Summary
 from agent.uploads import read_upload
-from api.app import app
 
 CREATURES = ["walrus", "carpenter", "gryphon", "dormouse", "caterpillar", "duchess"]
 
@@ -65,14 +63,6 @@ class FakeWriter:
 
     async def book(self, title: str, author: str | None, summaries: str) -> str:
         return f"Executive summary of {title}."
-
-
-@pytest.fixture
-async def client(services):
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://test", timeout=60
-    ) as c:
-        yield c
 
 
 @pytest.fixture

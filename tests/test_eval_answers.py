@@ -7,6 +7,8 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
+
 from agent.evaluation.answers import (
     best_f1,
     contains_match,
@@ -55,3 +57,24 @@ async def test_eval_answers_extractive(services, tmp_path):
     written = json.loads(json_path.read_text())
     assert {r["system"] for r in written["results"]["routes"]} == {"rag", "baseline"}
     assert png_path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.local_model
+async def test_eval_answers_local_model_keeps_citations_valid(services):
+    """Three questions on the real local model: cited ids all resolve, the unanswerable one
+    is refused, and retrieval beats the same model without it on the answerable ones."""
+    from agent.evaluation.answers import evaluate_answers
+
+    items = load_dataset(DATASET)
+    alice = [i for i in items if not i.unanswerable and i.documents[0].name.startswith("alice")]
+    unanswerable = next(i for i in items if i.unanswerable)
+    chosen = [alice[1], alice[4], unanswerable]  # the watch, the hookah
+    report = await evaluate_answers(
+        services, chosen, model="local", user=f"eval-local-{uuid.uuid4().hex[:6]}"
+    )
+    rag = report.row("rag", "all")
+    assert rag.citation_validity == 1.0
+    assert rag.refusal_rate == 1.0
+    rows = [q for q in report.questions if q.system == "rag" and not q.unanswerable]
+    assert sum(q.match for q in rows) >= 1, [q.answer for q in rows]
+    assert all(q.cited > 0 for q in rows), [q.answer for q in rows]

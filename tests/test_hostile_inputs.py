@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import http.server
 import io
+import json
 import os
 import resource
 import threading
+import time
 import uuid
 import zipfile
 from pathlib import Path
@@ -380,6 +382,101 @@ async def test_100_mb_text_upload_is_413(client, services, person, declared):
     assert sent[0] <= (MIB if declared else 52 * MIB)
     assert growth < 200, f"peak RSS grew {growth:.0f} MiB"
     await assert_alive(client)
+    assert await footprint(services, user.id) == (0, 0, 0)
+
+
+# --- a chunked JSON body over the limit ----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def live_server():
+    """The app served by a real uvicorn on a loopback port in this process (no lifespan:
+    the session's services are shared): yields ``(host, port)``."""
+    import uvicorn
+
+    from tests.helpers import free_port
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            await asyncio.sleep(0.05)
+        assert server.started, "uvicorn did not start"
+        yield "127.0.0.1", port
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=20)
+
+
+async def raw_request(host: str, port: int, head: str, chunks: list[bytes], end: bool) -> bytes:
+    """Send ``head`` and ``chunks`` in chunked transfer coding (the closing empty chunk only
+    with ``end``), then read the response."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(head.encode())
+        for chunk in chunks:
+            writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            await writer.drain()
+        if end:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout=20)  # the server closes
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+def parse_response(raw: bytes) -> tuple[int, dict]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    if b"transfer-encoding: chunked" in head.lower():  # de-chunk
+        data, rest = b"", body
+        while rest:
+            size, _, rest = rest.partition(b"\r\n")
+            if not int(size, 16):
+                break
+            data, rest = data + rest[: int(size, 16)], rest[int(size, 16) + 2 :]
+        body = data
+    return status, json.loads(body)
+
+
+async def test_a_chunked_json_body_over_the_limit_is_413_before_it_ends(
+    services, person, monkeypatch
+):
+    """No ``Content-Length``: the body is counted as it arrives and refused at the first chunk
+    past the limit. The closing chunk is never sent, so a server that buffered the whole
+    body first would never answer."""
+    user, headers = person
+    limit = 64 * 1024
+    monkeypatch.setattr(services.settings, "api_max_upload_bytes", limit)
+    head = (
+        "POST {path} HTTP/1.1\r\nHost: test\r\n"
+        f"Authorization: {headers['Authorization']}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    opening = b'{"title": "endless", "text": "'
+    chunks = [opening] + [b"w " * 8 * 1024] * 5  # 80 KiB of text so far, and no end
+    async with live_server() as (host, port):
+        started = time.monotonic()
+        raw = await raw_request(host, port, head.format(path="/api/documents/text"), chunks, False)
+        seconds = time.monotonic() - started
+        status, body = parse_response(raw)
+        print(f"chunked body over a {limit:,} byte limit: {status} after {seconds:.2f} s")
+        assert status == 413, raw
+        assert body["error"]["code"] == "too_large", body
+        assert f"larger than the limit of {limit:,} bytes" in body["error"]["message"], body
+
+        # a chunked body under the limit is read whole and served as usual
+        small = [b'{"title": ', b'"chunked and small"}']
+        raw = await raw_request(host, port, head.format(path="/api/chats"), small, True)
+        status, body = parse_response(raw)
+        assert status == 201 and body["chat"]["title"] == "chunked and small", raw
     assert await footprint(services, user.id) == (0, 0, 0)
 
 

@@ -106,12 +106,7 @@ async def client(services):
         yield c
 
 
-@pytest.fixture(scope="module", autouse=True)
-async def _close_checkpointer(services):
-    yield
-    from agent.checkpoint import close_checkpointer
-
-    await close_checkpointer()
+pytestmark = pytest.mark.usefixtures("close_checkpointer_after")
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ import json
 import re
 import uuid
 
-import httpx
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -115,12 +114,7 @@ def obedient(monkeypatch):
     return model
 
 
-@pytest.fixture(scope="module", autouse=True)
-async def _close_checkpointer(services):
-    yield
-    from agent.checkpoint import close_checkpointer
-
-    await close_checkpointer()
+pytestmark = pytest.mark.usefixtures("close_checkpointer_after")
 
 
 @pytest.fixture(scope="module")
@@ -248,15 +242,6 @@ async def test_an_obedient_model_is_guarded_and_sees_nothing_of_b(services, tena
     assert obedient.prompts
     for messages in obedient.prompts:
         _assert_clean([str(m.content) for m in messages], tenants["forbidden"])
-
-
-@pytest.fixture
-async def client(services):
-    from api.app import app
-
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=120) as c:
-        yield c
 
 
 @pytest.mark.parametrize("model", ["extractive", "obedient"])

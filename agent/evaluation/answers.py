@@ -383,11 +383,12 @@ async def evaluate_answers(
     sentences in seconds; a model spec: that model) so overview questions take Path B as
     they would once the summary worker is done; ``None`` leaves them to the ToC fallback.
     ``services`` becomes what the graph's nodes get from ``get_services()`` (see
-    :func:`agent.bench_answers.serving`).
+    :func:`agent.services.serving`).
     """
     from sqlalchemy import text as sql
 
-    from agent.bench_answers import ask_once, ensure_global_summary, serving
+    from agent.bench_answers import ask_once, ensure_global_summary
+    from agent.services import serving
     from graphs.chat import graph
     from graphs.context import Context
 
