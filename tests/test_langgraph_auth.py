@@ -189,3 +189,110 @@ async def test_studio_acts_as_the_local_default_user(server_url, services, peopl
     assert thread["metadata"]["owner"] == str(local.id)
     seen = {t["thread_id"] for t in await studio.threads.search(limit=100)}
     assert thread["thread_id"] in seen and private["thread_id"] not in seen
+
+
+# --- generated requests over threads: the same property as tests/test_isolation_property ---
+
+THREAD_OPS = ("create", "get", "state", "history", "update", "search", "delete", "copy", "run")
+
+
+def _thread_request(http: httpx.Client, token: str, op: str, thread_id: str | None):
+    """One LangGraph API request as ``token``'s user; the response."""
+    headers = {"Authorization": f"Bearer {token}"}
+    base = f"/threads/{thread_id}"
+    if op == "create":
+        return http.post("/threads", json={"metadata": {"owner": "forged"}}, headers=headers)
+    if op == "search":
+        return http.post("/threads/search", json={"limit": 1000}, headers=headers)
+    if op == "get":
+        return http.get(base, headers=headers)
+    if op == "state":
+        return http.get(f"{base}/state", headers=headers)
+    if op == "history":
+        return http.post(f"{base}/history", json={"limit": 5}, headers=headers)
+    if op == "update":
+        return http.patch(base, json={"metadata": {"note": "touched"}}, headers=headers)
+    if op == "delete":
+        return http.delete(base, headers=headers)
+    if op == "copy":
+        return http.post(f"{base}/copy", headers=headers)
+    body = {"assistant_id": "chat", "input": _ask("Who grafts quince branches?")}
+    return http.post(f"{base}/runs/wait", json=body, headers=headers)
+
+
+async def test_generated_thread_requests_never_cross_users(server_url, people, services):  # noqa: F811
+    """Hypothesis drives create/get/state/history/update/search/delete/copy/run as three
+    users over each other's threads: only the owner's requests succeed, nobody's search
+    lists another's thread, and a refused request changes nothing the owner sees."""
+    import asyncio
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from agent.accounts import add_user
+
+    third, token_c = await add_user(services, f"lg-c-{uuid.uuid4().hex[:6]}")
+    tokens = {"a": people["a"][1], "b": people["b"][1], "c": token_c}
+    owner: dict[str, str] = {}  # thread id -> user key
+    deleted: set[str] = set()
+    tally = {"requests": 0, "refused": 0, "leaks": 0}
+    step = st.tuples(
+        st.sampled_from(sorted(tokens)),
+        st.sampled_from(THREAD_OPS),
+        st.integers(0, 1000),
+    )
+
+    @settings(
+        max_examples=60,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(st.lists(step, min_size=3, max_size=10))
+    def run(steps):
+        with httpx.Client(base_url=server_url, timeout=30) as http:
+            for who, op, pick in steps:
+                known = sorted(owner)
+                if op not in ("create", "search") and not known:
+                    op = "create"
+                target = known[pick % len(known)] if known else None
+                if op == "run" and (target in deleted or pick % 4):  # runs are slow: 1 in 4
+                    op = "get"
+                r = _thread_request(http, tokens[who], op, target)
+                tally["requests"] += 1
+                if op == "create":
+                    assert r.status_code == 200, r.text
+                    owner[r.json()["thread_id"]] = who
+                    continue
+                if op == "search":
+                    assert r.status_code == 200, r.text
+                    listed = {t["thread_id"] for t in r.json()}
+                    foreign = {t for t in listed if owner.get(t, who) != who}
+                    tally["leaks"] += len(foreign)
+                    assert not foreign, (who, foreign)
+                    assert {t for t, o in owner.items() if o == who} - deleted <= listed
+                    continue
+                mine = owner[target] == who
+                if not mine or target in deleted:
+                    tally["refused"] += 1
+                    if r.status_code < 400:
+                        tally["leaks"] += 1
+                    # copying a thread one cannot see: 409, as for a thread that never existed
+                    refused = (403, 404, 409) if op == "copy" else (403, 404)
+                    assert r.status_code in refused, (who, op, r.status_code, r.text)
+                    continue
+                assert r.status_code < 300, (who, op, r.status_code, r.text)
+                if op == "delete":
+                    deleted.add(target)
+                elif op == "copy":
+                    owner[r.json()["thread_id"]] = who  # a copy belongs to the copier
+
+    await asyncio.to_thread(run)
+    assert tally["leaks"] == 0
+    assert tally["requests"] >= 250 and tally["refused"] >= 50, tally
+    # the owners' threads are intact: each live one still answers its owner
+    with httpx.Client(base_url=server_url, timeout=60) as http:
+        for thread_id, who in owner.items():
+            r = _thread_request(http, tokens[who], "get", thread_id)
+            assert r.status_code == (404 if thread_id in deleted else 200), (thread_id, r.text)
+    print(f"thread requests {tally['requests']}, refused {tally['refused']}, leaks 0")

@@ -17,8 +17,11 @@ pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
-def server_url():
+def server_url(tmp_path_factory):
     port = free_port()
+    # a file, not a pipe: nobody drains a pipe, and a full one blocks the server's logging
+    log_path = tmp_path_factory.mktemp("langgraph") / "server.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [
             str(BIN / "langgraph"),
@@ -32,7 +35,7 @@ def server_url():
         ],
         cwd=ROOT,
         env=program_env(),
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -41,7 +44,7 @@ def server_url():
         deadline = time.time() + 120
         while time.time() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"langgraph dev exited:\n{proc.stdout.read()}")
+                raise RuntimeError(f"langgraph dev exited:\n{log_path.read_text()}")
             try:
                 if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
                     break
@@ -56,6 +59,7 @@ def server_url():
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 async def bearer(services, user) -> dict:
