@@ -502,6 +502,7 @@ def render_report(sections: list[Section], plan: BenchPlan, host: dict | None = 
             continue
         for block in RENDERERS[s.name](s.results):
             lines += [block, ""]
+        lines += [f"![{TITLES[s.name]}]({w})" for w in s.written if w.endswith(".png")]
         if s.written:
             lines.append("Results: " + ", ".join(f"`{w}`" for w in s.written))
     return "\n".join(lines).rstrip() + "\n"

@@ -63,6 +63,7 @@ async def test_every_benchmark_lands_in_one_report(services, tmp_path):
     assert total["questions"] == len(range(0, 68, 17)) and total["citation_validity"] in (1.0, None)
     assert "so it gets no target verdict" in markdown  # a slice is not the whole corpus
     assert set(by_name["eval-retrieval"].results["target_verdicts"].values()) == {None}
+    assert "![Answer quality (our questions)](" in markdown  # the eval plots are shown
     for section in sections:
         assert all(Path(w).is_file() for w in section.written), section
 
