@@ -669,6 +669,7 @@ async def bench_retrieval(
     if prewarmed:
         log(f"read {prewarmed} MiB of tables and indexes into the OS cache (pg_prewarm)")
     load_before = list(os.getloadavg())
+    warmup = min(warmup, len(questions))  # the warm-up reuses the first questions
     log(f"timing {queries} queries (+{warmup} warm-up)...")
     for i, question in enumerate(questions[:warmup] + questions):
         t = time.perf_counter()
