@@ -85,9 +85,11 @@ def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatMod
             return ExtractiveChatModel(assistant_name=settings.assistant_name)
         from langchain.chat_models import init_chat_model
 
-        return init_chat_model(spec, temperature=temperature, stream_usage=True)
+        # a hung provider call ends as an error on every path (CLI, LangGraph server, API)
+        extra = {"timeout": settings.chat_timeout_seconds} if spec.startswith("openai:") else {}
+        return init_chat_model(spec, temperature=temperature, stream_usage=True, **extra)
 
-    return _cached(("chat", spec, temperature), build)
+    return _cached(("chat", spec, temperature, settings.chat_timeout_seconds), build)
 
 
 async def achat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:

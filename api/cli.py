@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -11,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -65,6 +67,17 @@ def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
     except EmbeddingMismatchError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
+        raise
+    except Exception as exc:  # a model or database failure: one line, the trace on request
+        if os.environ.get("QUIRE_DEBUG"):
+            raise
+        err.print(
+            f"[red]error:[/red] {type(exc).__name__}: {exc or 'no message'} "
+            "(QUIRE_DEBUG=1 shows the trace)",
+            highlight=False,
+        )
+        raise typer.Exit(1) from None
 
 
 @app.command()

@@ -149,3 +149,21 @@ def test_folders_stdin_and_docs_lifecycle(tmp_path, services):
     left = json.loads(quire("docs", "list", "--user", user, "--json").stdout)
     assert {d["title"] for d in left} == {"One", "two"}
     assert quire("docs", "show", "not-a-uuid", "--user", user).returncode == 2
+
+
+def test_a_failing_chat_model_gives_one_error_line(alice_reader):
+    """A hosted model that cannot be reached: an error line and exit 1, no traceback."""
+    user, _ = alice_reader
+    done = quire(
+        "ask",
+        "Who is Alice's cat?",
+        "--user",
+        user.name,
+        QUIRE_CHAT_MODEL="openai:gpt-4o-mini",
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",  # nothing listens on the discard port
+        QUIRE_CHAT_TIMEOUT_SECONDS="5",
+    )
+    assert done.returncode == 1, done.stderr
+    assert "error:" in done.stderr and "QUIRE_DEBUG=1" in done.stderr
+    assert "Traceback" not in done.stderr

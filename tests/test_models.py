@@ -14,6 +14,11 @@ def test_openai_compatible_chat_model_uses_openai_base_url(monkeypatch):
     assert model.model_name == "gpt-4o-mini" and model.temperature == 0.7
     assert str(model.root_client.base_url).startswith("http://127.0.0.1:9")
     assert model_label("openai:gpt-4o-mini") == "gpt-4o-mini"
+    # the per-turn limit is also the provider call's HTTP timeout
+    assert model.request_timeout == Settings().chat_timeout_seconds
+    assert (
+        chat_model("openai:gpt-4o-mini", Settings(chat_timeout_seconds=7), 0.7).request_timeout == 7
+    )
 
 
 def test_openai_embeddings_record_their_dimension(monkeypatch):
