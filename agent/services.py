@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,6 +17,7 @@ from agent.config import Settings, get_settings
 from agent.db.engine import create_engine, ensure_embedding_store, migrate
 from agent.db.server import DatabaseUrls, resolve_database
 from agent.models import EmbeddingModel, embedding_model
+from agent.retrieval.keyword_index import KeywordIndexes
 
 
 @dataclass
@@ -27,9 +28,17 @@ class Services:
     urls: DatabaseUrls
     engine: AsyncEngine
     embeddings: EmbeddingModel
+    keyword_indexes: KeywordIndexes = field(init=False)
+    """In-memory copies of users' BM25 postings (see :mod:`agent.retrieval.keyword_index`)."""
+
+    def __post_init__(self) -> None:
+        self.keyword_indexes = KeywordIndexes(
+            self.settings.bm25_memory_max_postings, self.settings.bm25_memory_sync_tokens
+        )
 
     async def close(self) -> None:
-        """Dispose of the connection pool."""
+        """Stop background index loads and dispose of the connection pool."""
+        await self.keyword_indexes.close()
         await self.engine.dispose()
 
 

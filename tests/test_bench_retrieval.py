@@ -34,7 +34,7 @@ async def test_bench_retrieval_small_corpus(services):
         assert figures.foreign_hits == 0  # every hit is the target user's own
         assert figures.short_results == 0
         assert figures.hybrid_timeouts == 0
-        assert {"embed", "retrieve", "fetch"} <= set(figures.hybrid_stages_p50_ms)
+        assert {"embed", "dense", "keyword", "retrieve"} <= set(figures.hybrid_stages_p50_ms)
         assert figures.uses_hnsw == {"raw": True, "dense": True}
         assert figures.build.child_chunks == 2000 + 9 * 200
         assert figures.build.documents == 20 + 9 * 2

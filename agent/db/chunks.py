@@ -69,6 +69,42 @@ async def dense_search(
     return sorted(hits, key=lambda h: h.score, reverse=True)
 
 
+async def dense_search_records(
+    conn: AsyncConnection, scope: SearchScope, query_vector: Sequence[float], k: int
+) -> tuple[list[ScoredChunkId], dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]:
+    """:func:`dense_search` with each hit's record and stored vector, in one round trip
+    (the hybrid pipeline needs no second read for its dense candidates)."""
+    visible, params = scope.visible_documents_sql()
+    rows = await conn.execute(
+        text(
+            f"WITH visible AS ({visible}), hits AS MATERIALIZED ("
+            "SELECT c.id AS hit, c.embedding <=> CAST(:q AS vector) AS distance "
+            "FROM child_chunks c WHERE c.document_id IN (SELECT id FROM visible) "
+            "AND c.embedding IS NOT NULL "
+            "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT :k) "
+            f"SELECT {_CHUNK_COLUMNS}, vector_send(c.embedding) AS vector, "
+            "1 - h.distance AS similarity FROM hits h JOIN child_chunks c ON c.id = h.hit "
+            "JOIN documents d ON d.id = c.document_id "
+            "LEFT JOIN parent_chunks p ON p.id = c.parent_id"
+        ),
+        {**params, "q": vector_literal(query_vector), "k": k},
+    )
+    hits, records, vectors = [], {}, {}
+    for r in rows:
+        fields = dict(r._mapping)
+        vectors[r.id] = _vector(fields.pop("vector"))
+        hits.append(ScoredChunkId(r.id, float(fields.pop("similarity"))))
+        records[r.id] = ChunkRecord(**fields)
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits, records, vectors
+
+
+def _vector(sent: bytes) -> np.ndarray:
+    """A vector from pgvector's binary form (``vector_send``): int16 dim, int16 unused, then
+    big-endian float32s. ~50x cheaper than parsing the text form."""
+    return np.frombuffer(sent, dtype=">f4", offset=4).astype(np.float32)
+
+
 # Okapi BM25 in SQL. Corpus statistics (N, avgdl, df) are summed over the visible
 # documents only, so scores are true BM25 for exactly what the user may read.
 _BM25_STATS = """
@@ -266,13 +302,12 @@ async def fetch_chunks_with_vectors(
         return {}, {}
     records: dict[uuid.UUID, ChunkRecord] = {}
     vectors: dict[uuid.UUID, np.ndarray] = {}
-    # pgvector's text form parsed by numpy: ~3x faster than a real[] array per row
-    for r in await _select_chunks(conn, scope, chunk_ids, ", c.embedding::text AS vector"):
+    for r in await _select_chunks(conn, scope, chunk_ids, ", vector_send(c.embedding) AS vector"):
         fields = dict(r._mapping)
         vector = fields.pop("vector")
         records[r.id] = ChunkRecord(**fields)
         if vector is not None:
-            vectors[r.id] = np.fromstring(vector[1:-1], sep=",", dtype=np.float32)
+            vectors[r.id] = _vector(vector)
     return records, vectors
 
 

@@ -33,12 +33,12 @@ from agent.db.chunks import (
     ChunkRecord,
     ScoredChunkId,
     any_chunks,
-    dense_search,
+    dense_search_records,
     fetch_chunks,
     fetch_chunks_with_vectors,
     keyword_search,
-    library_fingerprint,
 )
+from agent.db.postings import LibraryState, library_state
 from agent.db.scope import SearchScope
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
 from agent.retrieval.citations import citation_id
@@ -179,14 +179,21 @@ async def search(
         clock.total()
         return SearchResult([], "none", metrics)
 
+    # The question's embedding starts at once (a thread); the library state (fingerprint and
+    # query lexemes, one round trip) and, below, BM25 and its chunk fetch overlap with it.
+    embedding = _embed_soon(services, [query]) if options.mode != "bm25" else None
+    state = None
+    if options.mode != "dense" or options.use_cache:
+        async with services.engine.connect() as conn:
+            state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
+        clock.lap("state")
     key = None
     if options.use_cache and settings.search_cache_ttl_seconds > 0:
-        async with services.engine.connect() as conn:
-            fingerprint = await library_fingerprint(conn, scope)
-        key = (scope, query, options, fingerprint)
+        key = (scope, query, options, state.fingerprint)
         cached = _cache_get(key)
-        clock.lap("cache")
         if cached is not None:
+            if embedding is not None:
+                embedding.add_done_callback(_discard)
             hit = replace(cached.metrics, cache_hit=True, stages_ms=dict(metrics.stages_ms))
             clock.total()
             hit.stages_ms["total"] = metrics.stages_ms["total"]
@@ -216,31 +223,27 @@ async def search(
         except Exception as exc:  # expansion is an optimisation: search the question alone
             metrics.failures.append(f"expand: {type(exc).__name__}")
         clock.lap("expand")
+        if len(queries) > 1:
+            if embedding is not None:
+                embedding = _embed_soon(services, queries[1:], first=embedding)
+            if options.mode != "dense":
+                async with services.engine.connect() as conn:
+                    state = await library_state(conn, scope, queries)
     metrics.queries = queries
 
-    vectors: list[np.ndarray] = []
-    if options.mode != "bm25":
-        try:
-            raw = await asyncio.to_thread(
-                lambda: [services.embeddings.embedder.embed_query(q) for q in queries]
-            )
-        except Exception as exc:
-            if options.mode == "dense":
-                raise EmbedderUnavailable(
-                    "The embedding model is not available, so semantic search cannot run."
-                ) from exc
-            # hybrid goes on with its keyword half (not cached: the failure is recorded)
-            logger.warning("query embedding failed, keyword search only: %s", exc)
-            metrics.failures.append(f"embed: {type(exc).__name__}")
-            options = replace(options, mode="bm25")
-            raw = []
-        vectors = [_unit(v) for v in raw]
-        clock.lap("embed")
-
     n = max(settings.candidates_per_retriever, options.k)
-    dense_lists, keyword_lists = await _retrieve(
-        services, scope, queries, vectors, n, options, clock
-    )
+    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock)
+    if found.embed_failed:
+        if options.mode == "dense":
+            raise EmbedderUnavailable(
+                "The embedding model is not available, so semantic search cannot run."
+            ) from found.embed_failed
+        # hybrid goes on with its keyword half (not cached: the failure is recorded)
+        logger.warning("query embedding failed, keyword search only: %s", found.embed_failed)
+        metrics.failures.append(f"embed: {type(found.embed_failed).__name__}")
+        options = replace(options, mode="bm25")
+    dense_lists, keyword_lists = found.dense, found.keyword
+    vectors, records, stored = found.vectors, found.records, found.stored
     keyword_failed = options.mode == "hybrid" and len(keyword_lists) < len(queries)
 
     lists: list[list[uuid.UUID]] = []
@@ -254,13 +257,6 @@ async def search(
     fused = weighted_rrf(lists, weights, settings.rrf_k)
     clock.lap("fuse")
 
-    ids = [cid for cid, _ in fused]
-    async with services.engine.connect() as conn:
-        if vectors:
-            records, stored = await fetch_chunks_with_vectors(conn, scope, ids)
-        else:
-            records, stored = await fetch_chunks(conn, scope, ids), {}
-    clock.lap("fetch")
     similarity = _similarities(stored, vectors)
     scored = _adjust(fused, records, query, settings)
     metrics.candidates = len(scored)
@@ -317,50 +313,137 @@ def _unit(vector: Sequence[float]) -> np.ndarray:
     return v / norm if norm else v
 
 
+@dataclass
+class _Found:
+    """What the two retrievers found: rankings per query, the records and stored vectors
+    of every candidate, the query vectors, and an embedding failure if there was one."""
+
+    dense: list[list[ScoredChunkId]] = field(default_factory=list)
+    keyword: list[list[ScoredChunkId]] = field(default_factory=list)
+    records: dict[uuid.UUID, ChunkRecord] = field(default_factory=dict)
+    stored: dict[uuid.UUID, np.ndarray] = field(default_factory=dict)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    embed_failed: BaseException | None = None
+
+
+def _embed_soon(
+    services: Services, queries: list[str], first: asyncio.Future | None = None
+) -> asyncio.Future:
+    """Unit query vectors of ``queries`` (after those of ``first``), embedded in a thread and
+    timed into ``(vectors, ms)``."""
+    embedder = services.embeddings.embedder
+
+    def embed() -> tuple[list[np.ndarray], float]:
+        started = time.perf_counter()
+        vectors = [_unit(embedder.embed_query(q)) for q in queries]
+        return vectors, (time.perf_counter() - started) * 1000
+
+    async def after_first() -> tuple[list[np.ndarray], float]:
+        earlier, ms = await first
+        more, more_ms = await asyncio.to_thread(embed)
+        return earlier + more, ms + more_ms
+
+    if first is not None:
+        return asyncio.ensure_future(after_first())
+    return asyncio.ensure_future(asyncio.to_thread(embed))
+
+
+def _discard(task: asyncio.Future) -> None:
+    """Retrieve an unneeded task's outcome so a failure is not reported as unhandled."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def keyword_rankings(
+    services: Services, scope: SearchScope, state: LibraryState, queries: list[str], n: int
+) -> list[list[ScoredChunkId]]:
+    """BM25 rankings per query: from the in-memory copy when it is ready, else in SQL."""
+    settings = services.settings
+    bm25 = BM25Params.from_settings(settings)
+    if settings.bm25_memory_index:
+        ranked = await services.keyword_indexes.rankings(services.engine, scope, state, n, bm25)
+        if ranked is not None:
+            return ranked
+
+    async def in_sql(query: str) -> list[ScoredChunkId]:
+        async with services.engine.connect() as conn:
+            return await keyword_search(conn, scope, query, n, bm25)
+
+    return list(await asyncio.gather(*(in_sql(q) for q in queries)))
+
+
 async def _retrieve(
     services: Services,
     scope: SearchScope,
     queries: list[str],
-    vectors: list[np.ndarray],
+    state: LibraryState | None,
+    embedding: asyncio.Future | None,
     n: int,
     options: SearchOptions,
     clock: _Clock,
-) -> tuple[list[list[ScoredChunkId]], list[list[ScoredChunkId]]]:
-    """Dense and keyword rankings per query, run concurrently; whatever is done by the
-    deadline is used (the rest is cancelled and the metrics say so)."""
-    settings = services.settings
+) -> _Found:
+    """Dense and keyword retrieval, each side with its chunk records, run concurrently.
 
-    async def dense(vector: np.ndarray) -> list[ScoredChunkId]:
-        async with services.engine.connect() as conn:
-            return await dense_search(conn, scope, vector.tolist(), n)
+    Dense waits for the query vectors and reads hits, records and vectors in one query per
+    vector; keyword ranks (memory or SQL) and fetches its hits meanwhile. Whatever is done
+    by the deadline is used (the rest is cancelled and the metrics say so).
+    """
+    found = _Found()
+    stages = clock.metrics.stages_ms
 
-    async def keyword(query: str) -> list[ScoredChunkId]:
+    async def dense() -> None:
+        try:
+            found.vectors, stages["embed"] = await embedding
+        except Exception as exc:
+            found.embed_failed = exc
+            return
+        started = time.perf_counter()
+
+        async def one(vector: np.ndarray):
+            async with services.engine.connect() as conn:
+                return await dense_search_records(conn, scope, vector.tolist(), n)
+
+        for hits, records, stored in await asyncio.gather(*(one(v) for v in found.vectors)):
+            found.dense.append(hits)
+            found.records.update(records)
+            found.stored.update(stored)
+        stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
+
+    async def keyword() -> None:
+        started = time.perf_counter()
+        rankings = await keyword_rankings(services, scope, state, queries, n)
+        ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
         async with services.engine.connect() as conn:
-            return await keyword_search(conn, scope, query, n, BM25Params.from_settings(settings))
+            if options.mode == "hybrid":
+                records, stored = await fetch_chunks_with_vectors(conn, scope, ids)
+            else:
+                records, stored = await fetch_chunks(conn, scope, ids), {}
+        found.keyword = rankings
+        for cid, record in records.items():
+            found.records.setdefault(cid, record)
+        for cid, vector in stored.items():
+            found.stored.setdefault(cid, vector)
+        stages["keyword"] = round((time.perf_counter() - started) * 1000, 2)
 
     tasks: dict[asyncio.Task, str] = {}
     if options.mode != "bm25":
-        for vector in vectors:
-            tasks[asyncio.ensure_future(dense(vector))] = "dense"
+        tasks[asyncio.ensure_future(dense())] = "dense"
     if options.mode != "dense":
-        for query in queries:
-            tasks[asyncio.ensure_future(keyword(query))] = "keyword"
+        tasks[asyncio.ensure_future(keyword())] = "keyword"
     done, pending = await asyncio.wait(tasks, timeout=max(clock.left(), 0.05))
     for task in pending:
         task.cancel()
     if pending:
         clock.metrics.timed_out = True
         await asyncio.gather(*pending, return_exceptions=True)
-    out: dict[str, list[list[ScoredChunkId]]] = {"dense": [], "keyword": []}
     for task, kind in tasks.items():
-        if task in done:
-            if task.exception() is not None:
-                clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
-                logger.warning("%s search failed: %s", kind, task.exception())
-            else:
-                out[kind].append(task.result())
+        if task in done and task.exception() is not None:
+            clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
+            logger.warning("%s search failed: %s", kind, task.exception())
+    if embedding is not None and not embedding.done():
+        embedding.cancel()
     clock.lap("retrieve")
-    return out["dense"], out["keyword"]
+    return found
 
 
 def _similarities(

@@ -1,0 +1,157 @@
+"""Reads behind the in-memory BM25 index: what a scope sees, and postings in bulk.
+
+``keyword_postings`` stays the persistent, transactional source of truth (written in the
+ingest transaction, deleted with the document). A process keeps a read-through copy of a
+user's postings in memory (:mod:`agent.retrieval.keyword_index`) and checks it against
+:func:`library_state` on every search, so no process can serve postings another has
+changed or deleted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agent.db.scope import SearchScope
+
+
+@dataclass(frozen=True)
+class LibraryState:
+    """What a scope sees right now: a fingerprint of its documents and versions, and the
+    query terms (Postgres ``english`` lexemes, distinct, per query) asked for with it."""
+
+    fingerprint: str
+    query_terms: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class VisibleDocument:
+    """A visible document's id, version (``updated_at`` as text) and BM25 totals."""
+
+    id: str
+    version: str
+    chunks: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class PostingsBatch:
+    """The postings of some documents, read in one snapshot.
+
+    Chunk rows are numbered from 0 in ``chunk_ids`` order; ``chunk_doc`` gives each row's
+    index into ``documents``; ``terms`` maps a lexeme to its (rows, term frequencies).
+    """
+
+    documents: tuple[VisibleDocument, ...]
+    chunk_ids: list[uuid.UUID]
+    chunk_doc: np.ndarray
+    chunk_tokens: np.ndarray
+    terms: dict[str, tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def postings(self) -> int:
+        """How many (term, chunk) postings the batch holds."""
+        return sum(len(rows) for rows, _ in self.terms.values())
+
+
+_VERSION = "d.updated_at::text"
+
+
+async def library_state(
+    conn: AsyncConnection, scope: SearchScope, queries: Sequence[str] = ()
+) -> LibraryState:
+    """The scope's fingerprint and the lexemes of ``queries``, in one round trip.
+
+    The fingerprint is a digest of exactly which documents (and versions) the scope sees:
+    any ingest, replace, delete, share or revoke changes it.
+    """
+    visible, params = scope.visible_documents_sql()
+    row = (
+        await conn.execute(
+            text(
+                f"WITH visible AS ({visible}) SELECT "
+                f"(SELECT md5(coalesce(string_agg(d.id::text || ':' || {_VERSION}, ',' "
+                "ORDER BY d.id), '')) FROM documents d WHERE d.id IN (SELECT id FROM visible)) "
+                "AS fingerprint, "
+                "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
+                "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) "
+                "WITH ORDINALITY q(t, n)) AS terms"
+            ),
+            {**params, "queries": list(queries)},
+        )
+    ).one()
+    return LibraryState(row.fingerprint, tuple(tuple(t) for t in row.terms))
+
+
+async def visible_documents(conn: AsyncConnection, scope: SearchScope) -> list[VisibleDocument]:
+    """Every document the scope sees, with its version and BM25 totals."""
+    visible, params = scope.visible_documents_sql()
+    rows = await conn.execute(
+        text(
+            f"WITH visible AS ({visible}) SELECT d.id::text AS id, {_VERSION} AS version, "
+            "d.keyword_chunks AS chunks, d.keyword_tokens AS tokens FROM documents d "
+            "WHERE d.id IN (SELECT id FROM visible)"
+        ),
+        params,
+    )
+    return [VisibleDocument(r.id, r.version, int(r.chunks or 0), int(r.tokens or 0)) for r in rows]
+
+
+async def load_postings(conn: AsyncConnection, document_ids: Sequence[str]) -> PostingsBatch:
+    """All postings of ``document_ids`` (ready ones; others are skipped), one snapshot.
+
+    ``conn`` must be a connection opened with ``isolation_level="REPEATABLE READ"`` so the
+    documents, their chunk numbering and their postings come from one snapshot. Each term's
+    postings arrive as one ``bytea`` of big-endian (row, tf) int32 pairs: a few thousand
+    rows for millions of postings.
+    """
+    ids = list(document_ids)
+    await conn.execute(text("SET LOCAL work_mem = '256MB'"))
+    docs = [
+        VisibleDocument(r.id, r.version, int(r.chunks or 0), int(r.tokens or 0))
+        for r in await conn.execute(
+            text(
+                f"SELECT d.id::text AS id, {_VERSION} AS version, d.keyword_chunks AS chunks, "
+                "d.keyword_tokens AS tokens FROM documents d "
+                "WHERE d.id = ANY(CAST(:ids AS uuid[])) AND d.status = 'ready' ORDER BY d.id"
+            ),
+            {"ids": ids},
+        )
+    ]
+    ready = [d.id for d in docs]
+    order = "ORDER BY c.document_id, c.chunk_index, c.id"
+    chunk_rows = (
+        await conn.execute(
+            text(
+                "SELECT c.id, c.document_id::text AS document_id, c.token_count FROM child_chunks c "
+                f"WHERE c.document_id = ANY(CAST(:ids AS uuid[])) {order}"
+            ),
+            {"ids": ready},
+        )
+    ).all()
+    slot = {d: i for i, d in enumerate(ready)}
+    chunk_ids = [r.id for r in chunk_rows]
+    chunk_doc = np.fromiter((slot[r.document_id] for r in chunk_rows), np.int32, len(chunk_rows))
+    chunk_tokens = np.fromiter(
+        (r.token_count or 0 for r in chunk_rows), np.float32, len(chunk_rows)
+    )
+    terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for term, packed in await conn.execute(
+        text(
+            "WITH ch AS MATERIALIZED (SELECT c.id, "
+            f"(row_number() OVER ({order}) - 1)::int AS row FROM child_chunks c "
+            "WHERE c.document_id = ANY(CAST(:ids AS uuid[]))) "
+            "SELECT p.term, string_agg(int4send(ch.row) || int4send(p.tf), ''::bytea) "
+            "FROM keyword_postings p JOIN ch ON ch.id = p.chunk_id "
+            "WHERE p.document_id = ANY(CAST(:ids AS uuid[])) GROUP BY p.term"
+        ),
+        {"ids": ready},
+    ):
+        pairs = np.frombuffer(packed, dtype=">i4").reshape(-1, 2)
+        terms[term] = (pairs[:, 0].astype(np.int32), pairs[:, 1].astype(np.float32))
+    return PostingsBatch(tuple(docs), chunk_ids, chunk_doc, chunk_tokens, terms)
