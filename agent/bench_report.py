@@ -330,7 +330,14 @@ def _retrieval_md(r: dict) -> list[str]:
         "Hybrid stages, p50 ms: "
         + ", ".join(f"{k} {v}" for k, v in r["hybrid_stages_p50_ms"].items())
         + ".",
-    ]
+    ] + (
+        [
+            f"In-memory BM25 copy: {r['bm25_memory_postings']} postings loaded in "
+            f"{r['bm25_memory_load_s']} s (once per process; SQL scores meanwhile)."
+        ]
+        if r.get("bm25_memory_load_s") is not None
+        else []
+    )
 
 
 def _answers_md(r: dict) -> list[str]:

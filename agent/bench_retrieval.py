@@ -48,13 +48,14 @@ from agent.config import Settings
 from agent.db.chunks import BM25Params, dense_search, keyword_search
 from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, vector_literal
 from agent.db.engine import ensure_embedding_store
+from agent.db.postings import library_state
 from agent.db.scope import SearchScope
 from agent.db.server import server_url, with_database
 from agent.db.users import get_or_create_user
 from agent.ingest.document import blocks, unwrap
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.hybrid import hybrid_search, normalize_query
-from agent.retrieval.search import SearchOptions, clear_search_cache, search
+from agent.retrieval.search import SearchOptions, clear_search_cache, keyword_rankings, search
 from agent.services import Services, open_services
 
 BENCH_DATABASE = "quire_bench"
@@ -65,9 +66,11 @@ BOOKS = [
 HNSW_INDEX = "child_chunks_embedding_hnsw"
 HYBRID_P95_TARGET_MS = 100.0
 RATIO_TARGET = 3.0
-OPERATIONS = ("embed", "dense", "keyword", "hybrid", "raw", "hybrid_cached")
+OPERATIONS = ("embed", "dense", "keyword", "keyword_sql", "hybrid", "raw", "hybrid_cached")
 """``embed``: query embedding alone; ``dense``/``keyword``: the store's searches with a
-vector given (as many candidates as hybrid asks each for); ``hybrid``: the pipeline behind
+vector given (as many candidates as hybrid asks each for; ``keyword`` as hybrid runs it:
+library state, then BM25 from the in-memory copy); ``keyword_sql``: BM25 scored in SQL
+(what searches use while the copy loads, or with it off); ``hybrid``: the pipeline behind
 ``hybrid_search`` end to end for a new question (search cache cleared first: library
 fingerprint, embedding, both searches, fusion, fetch, MMR); ``raw``: the simplest pgvector
 top-k over the user's documents; ``hybrid_cached``: ``hybrid_search`` asked the same
@@ -227,6 +230,9 @@ class RetrievalFigures:
     """Whether the plans of the raw and dense queries scan the HNSW index."""
     load_avg_before: list[float]
     load_avg_after: list[float]
+    bm25_memory_load_s: float | None = None
+    """Loading the target user's postings into the in-memory BM25 copy (a cold process)."""
+    bm25_memory_postings: int = 0
     notes: list[str] = field(default_factory=list)
 
     def latency(self, operation: str) -> LatencyFigures:
@@ -668,6 +674,12 @@ async def bench_retrieval(
     prewarmed = await prewarm_search_relations(services)
     if prewarmed:
         log(f"read {prewarmed} MiB of tables and indexes into the OS cache (pg_prewarm)")
+    memory_load_s, memory_postings = None, 0
+    if settings.bm25_memory_index:
+        t = time.perf_counter()
+        memory_postings = await services.keyword_indexes.warm(services.engine, scope)
+        memory_load_s = round(time.perf_counter() - t, 2)
+        log(f"loaded {memory_postings} BM25 postings into memory in {memory_load_s} s")
     load_before = list(os.getloadavg())
     warmup = min(warmup, len(questions))  # the warm-up reuses the first questions
     log(f"timing {queries} queries (+{warmup} warm-up)...")
@@ -684,6 +696,10 @@ async def bench_retrieval(
             return await dense_search(conn, scope, vector, n)
 
         async def keyword(conn, question=question):
+            state = await library_state(conn, scope, [question])
+            return (await keyword_rankings(services, scope, state, [question], n))[0]
+
+        async def keyword_sql(conn, question=question):
             return await keyword_search(
                 conn, scope, question, n, BM25Params.from_settings(settings)
             )
@@ -695,8 +711,14 @@ async def bench_retrieval(
 
         # each query's HNSW pages stay cached for the next operation on the same vector:
         # rotate the order so that every operation goes first equally often
-        steps = [("raw", raw_top_k), ("dense", dense), ("keyword", keyword), ("hybrid", hybrid)]
-        steps = steps[i % 4 :] + steps[: i % 4]
+        steps = [
+            ("raw", raw_top_k),
+            ("dense", dense),
+            ("keyword", keyword),
+            ("keyword_sql", keyword_sql),
+            ("hybrid", hybrid),
+        ]
+        steps = steps[i % len(steps) :] + steps[: i % len(steps)]
         got = {}
         async with services.engine.connect() as conn:
             for op, step in steps:
@@ -713,7 +735,10 @@ async def bench_retrieval(
         result = got["hybrid"]
         for stage, ms in result.metrics.stages_ms.items():
             stages.setdefault(stage, []).append(ms)
-        hit_ids.update(got["raw"], (h.chunk_id for h in [*got["dense"], *got["keyword"]]))
+        hit_ids.update(
+            got["raw"],
+            (h.chunk_id for h in [*got["dense"], *got["keyword"], *got["keyword_sql"]]),
+        )
         foreign += sum(c.record.owner_id != target for c in [*result.chunks, *cached])
         short += len(got["raw"]) < k or len(result.chunks) < k
         timeouts += result.metrics.timed_out or bool(result.metrics.failures)
@@ -770,6 +795,8 @@ async def bench_retrieval(
         uses_hnsw=uses_hnsw,
         load_avg_before=[round(x, 2) for x in load_before],
         load_avg_after=[round(x, 2) for x in load_after],
+        bm25_memory_load_s=memory_load_s,
+        bm25_memory_postings=memory_postings,
         notes=[
             f"{len(QUESTIONS)} handwritten questions about the two books, cycled",
             "single client, queries one after another, warm database caches",

@@ -245,10 +245,24 @@ class Settings(BaseSettings):
     )
     max_queries: int = 4
     rerank_enabled: bool = Field(
-        default=False, description="LLM batch relevance scoring 0-10 (slow on the local model)."
+        default=False,
+        description="LLM rerank: the local model scores each passage from its P(Yes) for "
+        "'is it relevant?'; other models score all passages 0-10 in one call.",
     )
-    rerank_candidates: int = 20
+    rerank_candidates: int = Field(
+        default=20, description="First-stage chunks the reranker scores (the rest keep order)."
+    )
     rerank_top_n: int = 5
+    rerank_weight: float = Field(
+        default=0.5,
+        description="Final score = w * relevance (0..1) + (1 - w) / (1 + first-stage rank); "
+        "1: relevance alone, 0: no rerank. TBD.",
+    )
+    rerank_passage_chars: int = Field(
+        default=600,
+        description="Characters of each passage the local pointwise reranker reads (cut at "
+        "a word boundary); its cost grows with them. TBD.",
+    )
     time_decay_half_life_days: float | None = Field(
         default=None, description="Favour recent documents: score * exp(-age/half-life)."
     )

@@ -108,6 +108,18 @@ RERANK_USER = """Question: {question}
 Passages:
 {passages}"""
 
+# The local model judges one passage at a time; only its first answer token is read (Yes/No).
+# The query comes before the passage: every passage of one query shares the prompt's start.
+RERANK_POINTWISE_SYSTEM = """You decide whether a passage from a document is relevant to a search query.
+A passage is relevant when it answers the query or gives evidence for or against it; a passage that only shares some words or the general topic is not.
+Answer with one word: Yes or No."""
+
+RERANK_POINTWISE_USER = """Query: {question}
+
+Passage: {passage}
+
+Is the passage relevant to the query? Answer Yes or No."""
+
 COMPRESS_SYSTEM = """You shorten a passage for answering a question. Copy, word for word, only the sentences needed to answer the question; drop the rest.
 If the passage only partly answers the question, start your reply with "[Partial]: ". If it contradicts itself or common statements about the question, start with "[Conflicting]: ".
 If nothing in it is relevant, reply with an empty line."""

@@ -287,13 +287,13 @@ async def test_cache_hits_until_the_library_changes(services, new_user):
 async def test_a_slow_retriever_times_out_and_the_other_answers(services, new_user, monkeypatch):
     user = await new_user("slow")
     await _doc(services, user, ORCHARD)
-    real = search_module.dense_search_records
+    real = search_module.dense_candidates
 
     async def slow(*args, **kwargs):
         await asyncio.sleep(5)
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(search_module, "dense_search_records", slow)
+    monkeypatch.setattr(search_module, "dense_candidates", slow)
     monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.5)
     started = asyncio.get_running_loop().time()
     result = await search(services, SearchScope(user_id=user.id), "apple orchard")

@@ -34,6 +34,12 @@ class SearchScope:
 
     def visible_documents_sql(self) -> tuple[str, dict]:
         """A SELECT of visible document ids (column ``id``) and its bind parameters."""
+        where, params = self.document_filter_sql()
+        return f"SELECT d.id FROM documents d WHERE {where}", params
+
+    def document_filter_sql(self) -> tuple[str, dict]:
+        """The condition a ``documents d`` row meets when visible, and its bind parameters
+        (for queries that join the document row anyway)."""
         params: dict = {"scope_user": self.user_id}
         access = "d.user_id = :scope_user"
         if self.include_shared:
@@ -54,4 +60,4 @@ class SearchScope:
         if self.created_after is not None:
             clauses.append("d.created_at >= :scope_after")
             params["scope_after"] = self.created_after
-        return "SELECT d.id FROM documents d WHERE " + " AND ".join(clauses), params
+        return " AND ".join(clauses), params

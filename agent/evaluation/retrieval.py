@@ -369,6 +369,9 @@ async def evaluate_mode(
         use_cache=False,
     )
     query_ids = list(dataset.queries)[: limit or None]
+    if spec.search_mode != "dense" and services.settings.bm25_memory_index:
+        # load the in-memory BM25 copy before timing, as a running server has it
+        await services.keyword_indexes.warm(services.engine, scope)
     if spec.rerank:  # load the chat model before timing (the first load reads ~1 GB)
         from agent.models import achat_model
 

@@ -17,6 +17,7 @@ says which layer produced it, and so do the metrics kept with the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -27,16 +28,18 @@ from typing import Literal
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.db.chunks import (
     BM25Params,
     ChunkRecord,
     ScoredChunkId,
     any_chunks,
-    dense_search_records,
+    dense_candidates,
     fetch_chunks,
     fetch_chunks_with_vectors,
     keyword_search,
+    with_parent_texts,
 )
 from agent.db.postings import LibraryState, library_state
 from agent.db.scope import SearchScope
@@ -158,6 +161,36 @@ def clear_search_cache() -> None:
     _cache.clear()
 
 
+class _Reads:
+    """One pooled connection for all of a search's reads, checked out on first use (each
+    checkout costs a liveness round trip); replaced after a read on it was cut short."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+        self._context = None
+        self._conn: AsyncConnection | None = None
+
+    async def connection(self) -> AsyncConnection:
+        """The search's connection (a fresh one after :meth:`discard`)."""
+        if self._conn is None:
+            self._context = self._engine.connect()
+            self._conn = await self._context.__aenter__()
+        return self._conn
+
+    async def discard(self) -> None:
+        """Give the connection back (invalidated if it cannot be reset)."""
+        context, self._context, self._conn = self._context, None, None
+        if context is not None:
+            with contextlib.suppress(Exception):
+                await context.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> _Reads:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.discard()
+
+
 # --- the pipeline -----------------------------------------------------------------------------
 
 
@@ -182,10 +215,29 @@ async def search(
     # The question's embedding starts at once (a thread); the library state (fingerprint and
     # query lexemes, one round trip) and, below, BM25 and its chunk fetch overlap with it.
     embedding = _embed_soon(services, [query]) if options.mode != "bm25" else None
+    async with _Reads(services.engine) as reads:
+        return await _search(
+            services, scope, query, options, model, metrics, clock, embedding, reads
+        )
+
+
+async def _search(
+    services: Services,
+    scope: SearchScope,
+    query: str,
+    options: SearchOptions,
+    model: BaseChatModel | None,
+    metrics: RetrievalMetrics,
+    clock: _Clock,
+    embedding: asyncio.Future | None,
+    reads: _Reads,
+) -> SearchResult:
+    """:func:`search` once the question is normalized and its embedding started."""
+    settings = services.settings
     state = None
     if options.mode != "dense" or options.use_cache:
-        async with services.engine.connect() as conn:
-            state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
+        conn = await reads.connection()
+        state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
         clock.lap("state")
     key = None
     if options.use_cache and settings.search_cache_ttl_seconds > 0:
@@ -227,12 +279,12 @@ async def search(
             if embedding is not None:
                 embedding = _embed_soon(services, queries[1:], first=embedding)
             if options.mode != "dense":
-                async with services.engine.connect() as conn:
-                    state = await library_state(conn, scope, queries)
+                conn = await reads.connection()
+                state = await library_state(conn, scope, queries)
     metrics.queries = queries
 
     n = max(settings.candidates_per_retriever, options.k)
-    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock)
+    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock, reads)
     if found.embed_failed:
         if options.mode == "dense":
             raise EmbedderUnavailable(
@@ -265,7 +317,7 @@ async def search(
         scored, similarity, dense_lists, options, settings.threshold_fallback, keyword_failed
     )
     if layer == "any_chunk":
-        layer, picked, extra = await _last_resort(services, scope, keyword_lists, options.k)
+        layer, picked, extra = await _last_resort(reads, scope, keyword_lists, options.k)
         records.update(extra)
     clock.lap("layers")
 
@@ -295,7 +347,7 @@ async def search(
             metrics.failures.append(f"rerank: {type(exc).__name__}")
         clock.lap("rerank")
 
-    chunks = chunks[: options.k]
+    chunks = await _with_parents(reads, chunks[: options.k])
     metrics.layer = layer
     metrics.results = len(chunks)
     sims = [c.similarity for c in chunks if c.similarity is not None]
@@ -305,6 +357,14 @@ async def search(
     if key is not None and not metrics.timed_out and not metrics.failures:
         _cache_put(key, result, settings.search_cache_ttl_seconds, settings.search_cache_size)
     return result
+
+
+async def _with_parents(reads: _Reads, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The chosen chunks with their parents' text (candidates are read without it)."""
+    if all(c.record.parent_text is not None or c.record.parent_id is None for c in chunks):
+        return chunks
+    records = await with_parent_texts(await reads.connection(), [c.record for c in chunks])
+    return [replace(c, record=r) for c, r in zip(chunks, records, strict=True)]
 
 
 def _unit(vector: Sequence[float]) -> np.ndarray:
@@ -381,69 +441,114 @@ async def _retrieve(
     n: int,
     options: SearchOptions,
     clock: _Clock,
+    reads: _Reads,
 ) -> _Found:
-    """Dense and keyword retrieval, each side with its chunk records, run concurrently.
+    """Keyword and dense retrieval with every candidate's record and vector.
 
-    Dense waits for the query vectors and reads hits, records and vectors in one query per
-    vector; keyword ranks (memory or SQL) and fetches its hits meanwhile. Whatever is done
-    by the deadline is used (the rest is cancelled and the metrics say so).
+    BM25 (in memory: 1-2 ms) ranks while the query is embedded; then one query per vector
+    reads the dense hits with their records and vectors and, in the same round trip, the
+    keyword hits' records (:func:`dense_candidates`). On a 2-core machine running more of
+    this side by side only makes each part slower. Whatever is done by the deadline is used
+    (the rest is cancelled and the metrics say so); the keyword hits' records are still read
+    if the dense side failed.
     """
     found = _Found()
     stages = clock.metrics.stages_ms
+    metrics = clock.metrics
 
-    async def dense() -> None:
-        try:
-            found.vectors, stages["embed"] = await embedding
-        except Exception as exc:
-            found.embed_failed = exc
-            return
-        started = time.perf_counter()
-
-        async def one(vector: np.ndarray):
-            async with services.engine.connect() as conn:
-                return await dense_search_records(conn, scope, vector.tolist(), n)
-
-        for hits, records, stored in await asyncio.gather(*(one(v) for v in found.vectors)):
-            found.dense.append(hits)
-            found.records.update(records)
-            found.stored.update(stored)
-        stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
-
-    async def keyword() -> None:
-        started = time.perf_counter()
-        rankings = await keyword_rankings(services, scope, state, queries, n)
-        ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
-        async with services.engine.connect() as conn:
-            if options.mode == "hybrid":
-                records, stored = await fetch_chunks_with_vectors(conn, scope, ids)
-            else:
-                records, stored = await fetch_chunks(conn, scope, ids), {}
-        found.keyword = rankings
-        for cid, record in records.items():
-            found.records.setdefault(cid, record)
-        for cid, vector in stored.items():
-            found.stored.setdefault(cid, vector)
-        stages["keyword"] = round((time.perf_counter() - started) * 1000, 2)
-
-    tasks: dict[asyncio.Task, str] = {}
-    if options.mode != "bm25":
-        tasks[asyncio.ensure_future(dense())] = "dense"
+    keyword_task = None
     if options.mode != "dense":
-        tasks[asyncio.ensure_future(keyword())] = "keyword"
-    done, pending = await asyncio.wait(tasks, timeout=max(clock.left(), 0.05))
-    for task in pending:
-        task.cancel()
-    if pending:
-        clock.metrics.timed_out = True
-        await asyncio.gather(*pending, return_exceptions=True)
-    for task, kind in tasks.items():
-        if task in done and task.exception() is not None:
-            clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
-            logger.warning("%s search failed: %s", kind, task.exception())
-    if embedding is not None and not embedding.done():
-        embedding.cancel()
+        keyword_task = asyncio.ensure_future(
+            _timed(keyword_rankings(services, scope, state, queries, n))
+        )
+    waiting = [t for t in (keyword_task, embedding) if t is not None]
+    await asyncio.wait(waiting, timeout=max(clock.left(), 0.05))
+    if keyword_task is not None:
+        if not keyword_task.done():
+            keyword_task.cancel()
+            metrics.timed_out = True
+            await asyncio.gather(keyword_task, return_exceptions=True)
+        elif keyword_task.exception() is not None:
+            metrics.failures.append(f"keyword: {type(keyword_task.exception()).__name__}")
+            logger.warning("keyword search failed: %s", keyword_task.exception())
+        else:
+            found.keyword, stages["keyword"] = keyword_task.result()
+    keyword_ids = list(dict.fromkeys(h.chunk_id for r in found.keyword for h in r))
+
+    if embedding is not None:
+        if not embedding.done():
+            embedding.cancel()
+            metrics.timed_out = True
+            await asyncio.gather(embedding, return_exceptions=True)
+        elif embedding.exception() is not None:
+            found.embed_failed = embedding.exception()
+        else:
+            found.vectors, stages["embed"] = embedding.result()
+
+    fetched = False
+    if found.vectors and clock.left() > 0:
+        try:
+            started = time.perf_counter()
+            await asyncio.wait_for(
+                _dense_side(services, scope, found, n, keyword_ids, reads), timeout=clock.left()
+            )
+            stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
+            fetched = True
+        except TimeoutError:
+            metrics.timed_out = True
+            await reads.discard()  # a read cut short leaves the connection unusable
+        except Exception as exc:
+            metrics.failures.append(f"dense: {type(exc).__name__}")
+            logger.warning("dense search failed: %s", exc)
+            await reads.discard()
+        found.dense = [r for r in found.dense if r is not None]
+    if keyword_ids and not fetched:  # dense did not run, or failed: the keyword hits' records
+        conn = await reads.connection()
+        if options.mode == "hybrid":
+            records, stored = await fetch_chunks_with_vectors(conn, scope, keyword_ids)
+        else:
+            records, stored = await fetch_chunks(conn, scope, keyword_ids), {}
+        found.records.update(records)
+        found.stored.update(stored)
     clock.lap("retrieve")
     return found
+
+
+async def _timed(awaitable):
+    """``(result, milliseconds)`` of an awaitable."""
+    started = time.perf_counter()
+    result = await awaitable
+    return result, round((time.perf_counter() - started) * 1000, 2)
+
+
+async def _dense_side(
+    services: Services,
+    scope: SearchScope,
+    found: _Found,
+    n: int,
+    keyword_ids: list,
+    reads: _Reads,
+) -> None:
+    """One :func:`dense_candidates` read per query vector (the first also reads the keyword
+    hits, on the search's connection; expansions' vectors on their own), into ``found``."""
+
+    async def read(conn, i: int, vector: np.ndarray) -> None:
+        hits, records, stored = await dense_candidates(
+            conn, scope, vector.tolist(), n, keyword_ids if i == 0 else ()
+        )
+        found.dense[i] = hits
+        found.records.update(records)
+        found.stored.update(stored)
+
+    async def one(i: int, vector: np.ndarray) -> None:
+        if i == 0:
+            await read(await reads.connection(), i, vector)
+        else:
+            async with services.engine.connect() as conn:
+                await read(conn, i, vector)
+
+    found.dense = [None] * len(found.vectors)
+    await asyncio.gather(*(one(i, v) for i, v in enumerate(found.vectors)))
 
 
 def _similarities(
@@ -524,13 +629,13 @@ def _apply_layers(
 
 
 async def _last_resort(
-    services: Services, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
+    reads: _Reads, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
 ) -> tuple[Layer, list[tuple[uuid.UUID, float]], dict[uuid.UUID, ChunkRecord]]:
     """Layer 5: any visible chunk (keyword hits first, then reading order), or nothing."""
-    async with services.engine.connect() as conn:
-        ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
-        ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
-        records = await fetch_chunks(conn, scope, ids[:k])
+    conn = await reads.connection()
+    ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
+    ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
+    records = await fetch_chunks(conn, scope, ids[:k])
     picked = [(cid, 0.0) for cid in ids[:k] if cid in records]
     return ("any_chunk" if picked else "none"), picked, records
 
@@ -566,8 +671,16 @@ def _diversify(
 async def _rerank(
     model: BaseChatModel, question: str, chunks: list[RetrievedChunk], settings
 ) -> list[RetrievedChunk]:
-    """Reorder the first ``rerank_candidates`` by LLM score (ties keep their order)."""
+    """Reorder the first ``rerank_candidates`` by LLM relevance blended with their first-stage
+    rank (``rerank_weight``; ties keep their order)."""
+    from agent.retrieval.rerank import rerank_order
+
     head, tail = chunks[: settings.rerank_candidates], chunks[settings.rerank_candidates :]
-    scores = await llm_scores(model, question, [c.record.text for c in head])
-    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    scores = await llm_scores(
+        model,
+        question,
+        [c.record.text for c in head],
+        passage_chars=settings.rerank_passage_chars,
+    )
+    order = rerank_order([s / 10.0 for s in scores], settings.rerank_weight)
     return [head[i] for i in order] + tail
