@@ -30,7 +30,8 @@ async def test_bench_retrieval_small_corpus(services):
         assert [f.operation for f in figures.latencies] == list(OPERATIONS)
         for f in figures.latencies:
             assert 0 < f.p50_ms <= f.p95_ms <= f.max_ms
-        assert figures.hybrid_over_raw_p95 > 0
+        assert figures.hybrid_over_raw_p95 > 0 and figures.search_over_raw_p95 > 0
+        assert figures.bm25_memory_postings > 0  # the in-memory BM25 copy was loaded
         assert figures.foreign_hits == 0  # every hit is the target user's own
         assert figures.short_results == 0
         assert figures.hybrid_timeouts == 0

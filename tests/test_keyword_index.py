@@ -243,3 +243,53 @@ async def test_least_recently_used_readers_are_dropped(services, new_user):
     for user in users:
         await _rankings(services, indexes, SearchScope(user_id=user.id), "lamp")
     assert list(indexes._readers) == [users[-1].id]
+
+
+# --- the reads around it ---------------------------------------------------------------------
+
+
+def test_sqlalchemy_parameters_become_psycopg_ones_with_casts_kept():
+    from agent.db.chunks import _pyformat
+
+    sql = "SELECT CAST(:q AS vector), x::text, '%' FROM t WHERE a = :a AND b = ANY(:ids)"
+    assert _pyformat(sql) == (
+        "SELECT CAST(%(q)s AS vector), x::text, '%%' FROM t WHERE a = %(a)s AND b = ANY(%(ids)s)"
+    )
+
+
+async def test_candidate_reads_never_return_chunks_outside_the_scope(services, new_user):
+    from agent.db.chunks import candidate_records, dense_candidates
+
+    mine, theirs = await new_user("kw-cand"), await new_user("kw-cand")
+    await _ingest(services, mine, "The lighthouse keeper polishes the lamp.")
+    await _ingest(services, theirs, "The lighthouse keeper polishes the lamp.")
+    foreign = await _chunk_ids(services, theirs.id)
+    scope = SearchScope(user_id=mine.id)
+    vector = services.embeddings.embedder.embed_query("lighthouse keeper")
+    async with services.engine.connect() as conn:
+        records, vectors = await candidate_records(conn, scope, list(foreign))
+        assert records == {} and vectors == {}
+        hits, records, vectors = await dense_candidates(conn, scope, vector, 10)
+    assert {h.chunk_id for h in hits} == set(records) == set(vectors)
+    assert set(records) == await _chunk_ids(services, mine.id)
+    assert all(r.parent_text is None for r in records.values())  # parents come later
+
+
+async def test_search_given_the_query_vector_is_the_same_search(services, alice_reader):
+    from agent.retrieval.search import clear_search_cache
+
+    alice, _ = alice_reader
+    scope = SearchScope(user_id=alice.id)
+    question = "Who is Alice's cat?"
+    clear_search_cache()
+    plain = await search(services, scope, question, SearchOptions(k=5, use_cache=False))
+    vector = services.embeddings.embedder.embed_query(question)
+    given = await search(
+        services, scope, question, SearchOptions(k=5, use_cache=False), query_vector=vector
+    )
+    assert [c.record.id for c in given.chunks] == [c.record.id for c in plain.chunks]
+    assert [c.similarity for c in given.chunks] == pytest.approx(
+        [c.similarity for c in plain.chunks]
+    )
+    assert all(c.record.parent_text for c in given.chunks)  # parents read for the chosen
+    assert given.metrics.stages_ms["embed"] == 0.0

@@ -35,9 +35,9 @@ from agent.db.chunks import (
     ChunkRecord,
     ScoredChunkId,
     any_chunks,
+    candidate_records,
     dense_candidates,
     fetch_chunks,
-    fetch_chunks_with_vectors,
     keyword_search,
     with_parent_texts,
 )
@@ -201,8 +201,13 @@ async def search(
     options: SearchOptions | None = None,
     *,
     model: BaseChatModel | None = None,
+    query_vector: Sequence[float] | None = None,
 ) -> SearchResult:
-    """Run the pipeline for ``question`` in ``scope``; ``model`` serves expansion and rerank."""
+    """Run the pipeline for ``question`` in ``scope``; ``model`` serves expansion and rerank.
+
+    ``query_vector``: the question already embedded by ``services.embeddings`` (another part
+    of the turn embedded it), so it is not embedded again.
+    """
     options = options or SearchOptions()
     settings = services.settings
     metrics = RetrievalMetrics(query_type=options.query_type, threshold=options.threshold)
@@ -212,13 +217,25 @@ async def search(
         clock.total()
         return SearchResult([], "none", metrics)
 
-    # The question's embedding starts at once (a thread); the library state (fingerprint and
-    # query lexemes, one round trip) and, below, BM25 and its chunk fetch overlap with it.
-    embedding = _embed_soon(services, [query]) if options.mode != "bm25" else None
-    async with _Reads(services.engine) as reads:
-        return await _search(
-            services, scope, query, options, model, metrics, clock, embedding, reads
-        )
+    # Dense retrieval starts at once (embedding in a thread, then its own read); the library
+    # state (fingerprint and query lexemes), the cache check and BM25 with its read go on
+    # meanwhile. A cache hit cancels it.
+    embedding = dense = None
+    if options.mode != "bm25":
+        embedding = _embed_soon(services, [query], given=query_vector)
+        n = max(settings.candidates_per_retriever, options.k)
+        dense = asyncio.ensure_future(_dense_read(services, scope, embedding, 0, n))
+    try:
+        async with _Reads(services.engine) as reads:
+            return await _search(
+                services, scope, query, options, model, metrics, clock, embedding, dense, reads
+            )
+    finally:
+        for task in (dense, embedding):
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                task.add_done_callback(_discard)
 
 
 async def _search(
@@ -230,9 +247,10 @@ async def _search(
     metrics: RetrievalMetrics,
     clock: _Clock,
     embedding: asyncio.Future | None,
+    dense: asyncio.Future | None,
     reads: _Reads,
 ) -> SearchResult:
-    """:func:`search` once the question is normalized and its embedding started."""
+    """:func:`search` once the question is normalized and its dense retrieval started."""
     settings = services.settings
     state = None
     if options.mode != "dense" or options.use_cache:
@@ -244,8 +262,6 @@ async def _search(
         key = (scope, query, options, state.fingerprint)
         cached = _cache_get(key)
         if cached is not None:
-            if embedding is not None:
-                embedding.add_done_callback(_discard)
             hit = replace(cached.metrics, cache_hit=True, stages_ms=dict(metrics.stages_ms))
             clock.total()
             hit.stages_ms["total"] = metrics.stages_ms["total"]
@@ -284,7 +300,9 @@ async def _search(
     metrics.queries = queries
 
     n = max(settings.candidates_per_retriever, options.k)
-    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock, reads)
+    found = await _retrieve(
+        services, scope, queries, state, embedding, dense, n, options, clock, reads
+    )
     if found.embed_failed:
         if options.mode == "dense":
             raise EmbedderUnavailable(
@@ -387,11 +405,18 @@ class _Found:
 
 
 def _embed_soon(
-    services: Services, queries: list[str], first: asyncio.Future | None = None
+    services: Services,
+    queries: list[str],
+    first: asyncio.Future | None = None,
+    given: Sequence[float] | None = None,
 ) -> asyncio.Future:
     """Unit query vectors of ``queries`` (after those of ``first``), embedded in a thread and
-    timed into ``(vectors, ms)``."""
+    timed into ``(vectors, ms)``; ``given``: the one query's vector, already embedded."""
     embedder = services.embeddings.embedder
+    if given is not None:
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(([_unit(given)], 0.0))
+        return done
 
     def embed() -> tuple[list[np.ndarray], float]:
         started = time.perf_counter()
@@ -438,117 +463,84 @@ async def _retrieve(
     queries: list[str],
     state: LibraryState | None,
     embedding: asyncio.Future | None,
+    dense_first: asyncio.Future | None,
     n: int,
     options: SearchOptions,
     clock: _Clock,
     reads: _Reads,
 ) -> _Found:
-    """Keyword and dense retrieval with every candidate's record and vector.
+    """Keyword and dense retrieval side by side, each reading its hits' records and vectors.
 
-    BM25 (in memory: 1-2 ms) ranks while the query is embedded; then one query per vector
-    reads the dense hits with their records and vectors and, in the same round trip, the
-    keyword hits' records (:func:`dense_candidates`). On a 2-core machine running more of
-    this side by side only makes each part slower. Whatever is done by the deadline is used
-    (the rest is cancelled and the metrics say so); the keyword hits' records are still read
-    if the dense side failed.
+    The dense read of the question (``dense_first``) is already under way; the keyword side
+    ranks (in memory: 1-2 ms) and reads its hits meanwhile, and expansions' vectors get
+    their dense reads once embedded. Parents are read later, for the chosen chunks only.
+    Whatever is done by the deadline is used (the rest is cancelled and the metrics say so).
     """
     found = _Found()
     stages = clock.metrics.stages_ms
-    metrics = clock.metrics
 
-    keyword_task = None
-    if options.mode != "dense":
-        keyword_task = asyncio.ensure_future(
-            _timed(keyword_rankings(services, scope, state, queries, n))
-        )
-    waiting = [t for t in (keyword_task, embedding) if t is not None]
-    await asyncio.wait(waiting, timeout=max(clock.left(), 0.05))
-    if keyword_task is not None:
-        if not keyword_task.done():
-            keyword_task.cancel()
-            metrics.timed_out = True
-            await asyncio.gather(keyword_task, return_exceptions=True)
-        elif keyword_task.exception() is not None:
-            metrics.failures.append(f"keyword: {type(keyword_task.exception()).__name__}")
-            logger.warning("keyword search failed: %s", keyword_task.exception())
-        else:
-            found.keyword, stages["keyword"] = keyword_task.result()
-    keyword_ids = list(dict.fromkeys(h.chunk_id for r in found.keyword for h in r))
-
-    if embedding is not None:
-        if not embedding.done():
-            embedding.cancel()
-            metrics.timed_out = True
-            await asyncio.gather(embedding, return_exceptions=True)
-        elif embedding.exception() is not None:
-            found.embed_failed = embedding.exception()
-        else:
-            found.vectors, stages["embed"] = embedding.result()
-
-    fetched = False
-    if found.vectors and clock.left() > 0:
-        try:
-            started = time.perf_counter()
-            await asyncio.wait_for(
-                _dense_side(services, scope, found, n, keyword_ids, reads), timeout=clock.left()
-            )
-            stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
-            fetched = True
-        except TimeoutError:
-            metrics.timed_out = True
-            await reads.discard()  # a read cut short leaves the connection unusable
-        except Exception as exc:
-            metrics.failures.append(f"dense: {type(exc).__name__}")
-            logger.warning("dense search failed: %s", exc)
-            await reads.discard()
-        found.dense = [r for r in found.dense if r is not None]
-    if keyword_ids and not fetched:  # dense did not run, or failed: the keyword hits' records
+    async def keyword() -> None:
+        started = time.perf_counter()
+        rankings = await keyword_rankings(services, scope, state, queries, n)
+        ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
         conn = await reads.connection()
         if options.mode == "hybrid":
-            records, stored = await fetch_chunks_with_vectors(conn, scope, keyword_ids)
+            records, stored = await candidate_records(conn, scope, ids)
         else:
-            records, stored = await fetch_chunks(conn, scope, keyword_ids), {}
-        found.records.update(records)
-        found.stored.update(stored)
+            records, stored = await fetch_chunks(conn, scope, ids), {}
+        found.keyword = rankings
+        for cid, record in records.items():
+            found.records.setdefault(cid, record)
+        for cid, vector in stored.items():
+            found.stored.setdefault(cid, vector)
+        stages["keyword"] = round((time.perf_counter() - started) * 1000, 2)
+
+    async def dense() -> None:
+        try:
+            found.vectors, stages["embed"] = await embedding
+        except Exception as exc:
+            found.embed_failed = exc
+            return
+        reads_ = [dense_first] + [
+            _dense_read(services, scope, embedding, i, n) for i in range(1, len(found.vectors))
+        ]
+        for hits, records, stored, ms in await asyncio.gather(*reads_):
+            found.dense.append(hits)
+            found.records.update(records)
+            found.stored.update(stored)
+            stages["dense"] = max(stages.get("dense", 0.0), ms)
+
+    tasks: dict[asyncio.Task, str] = {}
+    if options.mode != "bm25":
+        tasks[asyncio.ensure_future(dense())] = "dense"
+    if options.mode != "dense":
+        tasks[asyncio.ensure_future(keyword())] = "keyword"
+    done, pending = await asyncio.wait(tasks, timeout=max(clock.left(), 0.05))
+    for task in pending:
+        task.cancel()
+    if pending:
+        clock.metrics.timed_out = True
+        await asyncio.gather(*pending, return_exceptions=True)
+    for task, kind in tasks.items():
+        if task in done and task.exception() is not None:
+            clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
+            logger.warning("%s search failed: %s", kind, task.exception())
+        if kind == "keyword" and (task in pending or task.exception() is not None):
+            await reads.discard()  # a read cut short leaves the connection unusable
     clock.lap("retrieve")
     return found
 
 
-async def _timed(awaitable):
-    """``(result, milliseconds)`` of an awaitable."""
+async def _dense_read(
+    services: Services, scope: SearchScope, embedding: asyncio.Future, i: int, n: int
+) -> tuple[list[ScoredChunkId], dict, dict, float]:
+    """:func:`dense_candidates` for the ``i``-th query vector once embedded, on its own
+    connection; with the read's milliseconds."""
+    vectors, _ = await embedding
     started = time.perf_counter()
-    result = await awaitable
-    return result, round((time.perf_counter() - started) * 1000, 2)
-
-
-async def _dense_side(
-    services: Services,
-    scope: SearchScope,
-    found: _Found,
-    n: int,
-    keyword_ids: list,
-    reads: _Reads,
-) -> None:
-    """One :func:`dense_candidates` read per query vector (the first also reads the keyword
-    hits, on the search's connection; expansions' vectors on their own), into ``found``."""
-
-    async def read(conn, i: int, vector: np.ndarray) -> None:
-        hits, records, stored = await dense_candidates(
-            conn, scope, vector.tolist(), n, keyword_ids if i == 0 else ()
-        )
-        found.dense[i] = hits
-        found.records.update(records)
-        found.stored.update(stored)
-
-    async def one(i: int, vector: np.ndarray) -> None:
-        if i == 0:
-            await read(await reads.connection(), i, vector)
-        else:
-            async with services.engine.connect() as conn:
-                await read(conn, i, vector)
-
-    found.dense = [None] * len(found.vectors)
-    await asyncio.gather(*(one(i, v) for i, v in enumerate(found.vectors)))
+    async with services.engine.connect() as conn:
+        hits, records, stored = await dense_candidates(conn, scope, vectors[i].tolist(), n)
+    return hits, records, stored, round((time.perf_counter() - started) * 1000, 2)
 
 
 def _similarities(
