@@ -73,6 +73,30 @@ def test_scores_are_okapi_bm25_computed_by_hand():
     assert index.score(view, ["absent"], 5, BM25Params()) == []
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_top_k_selection_equals_ranking_every_row(seed):
+    """Random postings with many tied scores: the selection over the best postings gives
+    exactly the first k of a full ranking by (score desc, chunk id)."""
+    rng = np.random.default_rng(seed)
+    rows, docs = 400, [_doc("d", chunks=400, tokens=4000)]
+    vocabulary = [f"t{i}" for i in range(12)]
+    terms = {}
+    for term in vocabulary:
+        hit = np.sort(rng.choice(rows, int(rng.integers(1, 200)), replace=False))
+        terms[term] = (hit.tolist(), rng.integers(1, 3, len(hit)).tolist())
+    tokens = rng.integers(5, 8, rows).tolist()  # few lengths: many equal scores
+    batch = _batch(docs, [0] * rows, tokens, terms)
+    index = ReaderIndex()
+    index.add(batch)
+    view = index.make_view(docs)
+    query = list(rng.choice(vocabulary, 4, replace=False))
+    full = index.score(view, query, rows, BM25Params())
+    for k in (1, 3, 10, 40):
+        assert index.score(view, query, k, BM25Params()) == full[:k]
+    ordered = sorted(full, key=lambda h: (-h.score, h.chunk_id))
+    assert full == ordered and len({h.chunk_id for h in full}) == len(full)
+
+
 def test_a_view_scores_only_its_visible_documents_with_their_statistics():
     index, docs, batch = _two_documents()
     only_b = index.make_view([docs[1]])
@@ -249,10 +273,10 @@ async def test_least_recently_used_readers_are_dropped(services, new_user):
 
 
 def test_sqlalchemy_parameters_become_psycopg_ones_with_casts_kept():
-    from agent.db.chunks import _pyformat
+    from agent.db.driver import pyformat
 
     sql = "SELECT CAST(:q AS vector), x::text, '%' FROM t WHERE a = :a AND b = ANY(:ids)"
-    assert _pyformat(sql) == (
+    assert pyformat(sql) == (
         "SELECT CAST(%(q)s AS vector), x::text, '%%' FROM t WHERE a = %(a)s AND b = ANY(%(ids)s)"
     )
 

@@ -5,7 +5,6 @@ Every query is confined to the documents a :class:`SearchScope` makes visible.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -16,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.db.documents import vector_literal
+from agent.db.driver import fetch_rows
 from agent.db.scope import SearchScope
 
 
@@ -100,7 +100,8 @@ async def dense_candidates(
         "FROM wanted w JOIN child_chunks c ON c.id = w.hit "
         f"JOIN documents d ON d.id = c.document_id WHERE {where}"
     )
-    params |= {"q": vector_literal(query_vector), "k": k, "also": list(also)}
+    # float8[] cast to vector: sent in binary, ~0.3 ms cheaper than the text literal
+    params |= {"q": [float(x) for x in query_vector], "k": k, "also": list(also)}
     hits, records, vectors = [], {}, {}
     for record, vector, distance in await _read_candidates(conn, sql, params):
         records[record.id] = record
@@ -139,14 +140,11 @@ async def _read_candidates(
 ) -> list[tuple[ChunkRecord, np.ndarray | None, float | None]]:
     """Rows of ``_CANDIDATE_COLUMNS`` + vector + distance as (record, vector, distance).
 
-    The hottest reads of a search go to psycopg directly, in binary: SQLAlchemy's row
-    handling and the hex form of the vectors cost more than the query (8 ms vs 4.5 ms for
-    80 candidates).
+    The hottest reads of a search go to psycopg directly, in binary (:mod:`agent.db.driver`):
+    SQLAlchemy's row handling and the hex form of the vectors cost more than the query
+    (8 ms vs 4.5 ms for 80 candidates).
     """
-    raw = (await conn.get_raw_connection()).driver_connection
-    async with raw.cursor(binary=True) as cur:
-        await cur.execute(_pyformat(sql), params)
-        rows = await cur.fetchall()
+    rows = await fetch_rows(conn, sql, params)
     fields = len(_RECORD_FIELDS)
     return [
         (
@@ -156,11 +154,6 @@ async def _read_candidates(
         )
         for row in rows
     ]
-
-
-def _pyformat(sql: str) -> str:
-    """SQLAlchemy-style ``:name`` parameters as psycopg's ``%(name)s`` (casts kept)."""
-    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql.replace("%", "%%"))
 
 
 def _vector(sent: bytes) -> np.ndarray:
@@ -345,10 +338,10 @@ async def with_parent_texts(
     wanted = {r.parent_id for r in records if r.parent_id and r.parent_text is None}
     if not wanted:
         return list(records)
-    rows = await conn.execute(
-        text("SELECT id, text FROM parent_chunks WHERE id = ANY(:ids)"), {"ids": list(wanted)}
+    rows = await fetch_rows(
+        conn, "SELECT id, text FROM parent_chunks WHERE id = ANY(:ids)", {"ids": list(wanted)}
     )
-    texts = dict(rows.all())
+    texts = dict(rows)
     return [
         replace(r, parent_text=texts.get(r.parent_id)) if r.parent_id in texts else r
         for r in records

@@ -340,18 +340,27 @@ async def _search(
     clock.lap("layers")
 
     want = max(options.k, settings.rerank_candidates if options.rerank else 0)
+    keyword_scores = _best_keyword_scores(keyword_lists)
+    if options.diversify:  # only the MMR pool can be chosen: build just those
+        picked = limit_per_group(
+            picked,
+            want * settings.mmr_pool_factor,
+            settings.max_children_per_parent,
+            lambda item: records[item[0]].parent_id,
+        )
+    else:
+        picked = picked[:want]
     chunks = [
         RetrievedChunk(
             record=records[cid],
             citation_id=citation_id(cid),
             score=score,
             similarity=similarity.get(cid),
-            keyword_score=None,
+            keyword_score=keyword_scores.get(cid),
             layer=layer,
         )
         for cid, score in picked
     ]
-    chunks = _with_keyword_scores(chunks, keyword_lists)
     chunks = _diversify(chunks, stored, want, settings) if options.diversify else chunks[:want]
     clock.lap("diversify")
 
@@ -632,14 +641,13 @@ async def _last_resort(
     return ("any_chunk" if picked else "none"), picked, records
 
 
-def _with_keyword_scores(
-    chunks: list[RetrievedChunk], keyword_lists: list[list[ScoredChunkId]]
-) -> list[RetrievedChunk]:
+def _best_keyword_scores(keyword_lists: list[list[ScoredChunkId]]) -> dict[uuid.UUID, float]:
+    """Each chunk's best BM25 score over the queries."""
     best: dict[uuid.UUID, float] = {}
     for ranking in keyword_lists:
         for hit in ranking:
             best[hit.chunk_id] = max(best.get(hit.chunk_id, 0.0), hit.score)
-    return [replace(c, keyword_score=best.get(c.record.id)) for c in chunks]
+    return best
 
 
 def _diversify(
