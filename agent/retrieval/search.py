@@ -169,6 +169,7 @@ class _Reads:
         self._engine = engine
         self._context = None
         self._conn: AsyncConnection | None = None
+        self._busy = False
 
     async def connection(self) -> AsyncConnection:
         """The search's connection (a fresh one after :meth:`discard`)."""
@@ -176,6 +177,20 @@ class _Reads:
             self._context = self._engine.connect()
             self._conn = await self._context.__aenter__()
         return self._conn
+
+    @contextlib.asynccontextmanager
+    async def free_or_fresh(self):
+        """The search's connection if no other read holds it, else a fresh one for this
+        read (so that a slow read on one side never holds up the other)."""
+        if self._busy:
+            async with self._engine.connect() as conn:
+                yield conn
+            return
+        self._busy = True
+        try:
+            yield await self.connection()
+        finally:
+            self._busy = False
 
     async def discard(self) -> None:
         """Give the connection back (invalidated if it cannot be reset)."""
@@ -217,25 +232,19 @@ async def search(
         clock.total()
         return SearchResult([], "none", metrics)
 
-    # Dense retrieval starts at once (embedding in a thread, then its own read); the library
-    # state (fingerprint and query lexemes), the cache check and BM25 with its read go on
-    # meanwhile. A cache hit cancels it.
-    embedding = dense = None
+    # The question is embedded in a thread while the library state (fingerprint and query
+    # lexemes), the cache check and the keyword side go on.
+    embedding = None
     if options.mode != "bm25":
         embedding = _embed_soon(services, [query], given=query_vector)
-        n = max(settings.candidates_per_retriever, options.k)
-        dense = asyncio.ensure_future(_dense_read(services, scope, embedding, 0, n))
     try:
         async with _Reads(services.engine) as reads:
             return await _search(
-                services, scope, query, options, model, metrics, clock, embedding, dense, reads
+                services, scope, query, options, model, metrics, clock, embedding, reads
             )
     finally:
-        for task in (dense, embedding):
-            if task is not None and not task.done():
-                task.cancel()
-            if task is not None:
-                task.add_done_callback(_discard)
+        if embedding is not None:
+            embedding.add_done_callback(_discard)
 
 
 async def _search(
@@ -247,10 +256,9 @@ async def _search(
     metrics: RetrievalMetrics,
     clock: _Clock,
     embedding: asyncio.Future | None,
-    dense: asyncio.Future | None,
     reads: _Reads,
 ) -> SearchResult:
-    """:func:`search` once the question is normalized and its dense retrieval started."""
+    """:func:`search` once the question is normalized and its embedding started."""
     settings = services.settings
     state = None
     if options.mode != "dense" or options.use_cache:
@@ -300,9 +308,7 @@ async def _search(
     metrics.queries = queries
 
     n = max(settings.candidates_per_retriever, options.k)
-    found = await _retrieve(
-        services, scope, queries, state, embedding, dense, n, options, clock, reads
-    )
+    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock, reads)
     if found.embed_failed:
         if options.mode == "dense":
             raise EmbedderUnavailable(
@@ -472,18 +478,19 @@ async def _retrieve(
     queries: list[str],
     state: LibraryState | None,
     embedding: asyncio.Future | None,
-    dense_first: asyncio.Future | None,
     n: int,
     options: SearchOptions,
     clock: _Clock,
     reads: _Reads,
 ) -> _Found:
-    """Keyword and dense retrieval side by side, each reading its hits' records and vectors.
+    """Keyword and dense retrieval, each reading its hits' records and vectors.
 
-    The dense read of the question (``dense_first``) is already under way; the keyword side
-    ranks (in memory: 1-2 ms) and reads its hits meanwhile, and expansions' vectors get
-    their dense reads once embedded. Parents are read later, for the chosen chunks only.
-    Whatever is done by the deadline is used (the rest is cancelled and the metrics say so).
+    Each side reads on the search's connection when it is free, else on a fresh one: while
+    the question is still being embedded the keyword side ranks (in memory, 1-2 ms) and
+    reads its hits, then dense reads on the same connection; given a vector, the dense read
+    goes first and BM25 is computed while it runs. A slow read on one side never holds up
+    the other. Parents are read later, for the chosen chunks only. Whatever is done by the
+    deadline is used (the rest is cancelled and the metrics say so).
     """
     found = _Found()
     stages = clock.metrics.stages_ms
@@ -492,11 +499,11 @@ async def _retrieve(
         started = time.perf_counter()
         rankings = await keyword_rankings(services, scope, state, queries, n)
         ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
-        conn = await reads.connection()
-        if options.mode == "hybrid":
-            records, stored = await candidate_records(conn, scope, ids)
-        else:
-            records, stored = await fetch_chunks(conn, scope, ids), {}
+        async with reads.free_or_fresh() as conn:
+            if options.mode == "hybrid":
+                records, stored = await candidate_records(conn, scope, ids)
+            else:
+                records, stored = await fetch_chunks(conn, scope, ids), {}
         found.keyword = rankings
         for cid, record in records.items():
             found.records.setdefault(cid, record)
@@ -510,14 +517,14 @@ async def _retrieve(
         except Exception as exc:
             found.embed_failed = exc
             return
-        reads_ = [dense_first] + [
-            _dense_read(services, scope, embedding, i, n) for i in range(1, len(found.vectors))
-        ]
-        for hits, records, stored, ms in await asyncio.gather(*reads_):
-            found.dense.append(hits)
-            found.records.update(records)
-            found.stored.update(stored)
-            stages["dense"] = max(stages.get("dense", 0.0), ms)
+        started = time.perf_counter()
+        async with reads.free_or_fresh() as conn:
+            for vector in found.vectors:
+                hits, records, stored = await dense_candidates(conn, scope, vector.tolist(), n)
+                found.dense.append(hits)
+                found.records.update(records)
+                found.stored.update(stored)
+        stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
 
     tasks: dict[asyncio.Task, str] = {}
     if options.mode != "bm25":
@@ -530,26 +537,16 @@ async def _retrieve(
     if pending:
         clock.metrics.timed_out = True
         await asyncio.gather(*pending, return_exceptions=True)
+        await reads.discard()  # a read cut short leaves the connection unusable
     for task, kind in tasks.items():
         if task in done and task.exception() is not None:
             clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
             logger.warning("%s search failed: %s", kind, task.exception())
-        if kind == "keyword" and (task in pending or task.exception() is not None):
-            await reads.discard()  # a read cut short leaves the connection unusable
+            await reads.discard()
+    if len(found.dense) < len(found.vectors):  # cut short: keep no partial dense side
+        found.dense = []
     clock.lap("retrieve")
     return found
-
-
-async def _dense_read(
-    services: Services, scope: SearchScope, embedding: asyncio.Future, i: int, n: int
-) -> tuple[list[ScoredChunkId], dict, dict, float]:
-    """:func:`dense_candidates` for the ``i``-th query vector once embedded, on its own
-    connection; with the read's milliseconds."""
-    vectors, _ = await embedding
-    started = time.perf_counter()
-    async with services.engine.connect() as conn:
-        hits, records, stored = await dense_candidates(conn, scope, vectors[i].tolist(), n)
-    return hits, records, stored, round((time.perf_counter() - started) * 1000, 2)
 
 
 def _similarities(
