@@ -671,7 +671,8 @@ def bench_retrieval_command(
         f"{'met' if figures.meets_p95_target else 'NOT met'}; hybrid search given the "
         f"query vector / raw p95 {figures.search_over_raw_p95} <= {figures.ratio_target:g}: "
         f"{'met' if figures.meets_ratio_target else 'NOT met'} (with the embedding: "
-        f"{figures.hybrid_over_raw_p95}x)"
+        f"{figures.hybrid_over_raw_p95}x; over raw top-{figures.candidates}: "
+        f"{figures.search_over_raw_candidates_p95}x)"
     )
     out.print(
         f"queries: {figures.queries}, k {figures.k}, candidates {figures.candidates}, "
