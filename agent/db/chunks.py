@@ -71,44 +71,32 @@ async def dense_search(
 
 
 async def dense_candidates(
-    conn: AsyncConnection,
-    scope: SearchScope,
-    query_vector: Sequence[float],
-    k: int,
-    also: Sequence[uuid.UUID] = (),
+    conn: AsyncConnection, scope: SearchScope, query_vector: Sequence[float], k: int
 ) -> tuple[list[ScoredChunkId], dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]:
-    """:func:`dense_search` plus the records and stored vectors of its hits and of the
-    chunks ``also`` names (the keyword side's hits), all in one round trip. Records come
-    without ``parent_text`` (2-3.5k characters each, most of the bytes): the pipeline reads
-    only the chosen chunks' parents, with :func:`with_parent_texts`. Chunks of ``also``
-    that are not visible are left out."""
+    """:func:`dense_search` plus its hits' records and stored vectors, in one round trip.
+
+    Records come without ``parent_text`` (2-3.5k characters each, most of the bytes): the
+    pipeline reads only the chosen chunks' parents, with :func:`with_parent_texts`.
+    """
     visible, params = scope.visible_documents_sql()
-    # ``visible`` is used once (inlined into the HNSW scan's filter); the rows read are
-    # checked against the document they join (a second use would materialize ``visible``
-    # and turn the filter into a scan of it per candidate: measured 8 ms instead of 1).
-    where, _ = scope.document_filter_sql()
     sql = (
         f"WITH visible AS ({visible}), hits AS MATERIALIZED ("
         "SELECT c.id AS hit, c.embedding <=> CAST(:q AS vector) AS distance "
         "FROM child_chunks c WHERE c.document_id IN (SELECT id FROM visible) "
         "AND c.embedding IS NOT NULL "
-        "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT :k), "
-        "wanted AS (SELECT hit, distance FROM hits UNION ALL "
-        "SELECT x, NULL FROM unnest(CAST(:also AS uuid[])) x "
-        "WHERE x NOT IN (SELECT hit FROM hits)) "
-        f"SELECT {_CANDIDATE_COLUMNS}, vector_send(c.embedding) AS vector, w.distance "
-        "FROM wanted w JOIN child_chunks c ON c.id = w.hit "
-        f"JOIN documents d ON d.id = c.document_id WHERE {where}"
+        "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT :k) "
+        f"SELECT {_CANDIDATE_COLUMNS}, vector_send(c.embedding) AS vector, h.distance "
+        "FROM hits h JOIN child_chunks c ON c.id = h.hit "
+        "JOIN documents d ON d.id = c.document_id"
     )
     # float8[] cast to vector: sent in binary, ~0.3 ms cheaper than the text literal
-    params |= {"q": [float(x) for x in query_vector], "k": k, "also": list(also)}
+    params |= {"q": [float(x) for x in query_vector], "k": k}
     hits, records, vectors = [], {}, {}
     for record, vector, distance in await _read_candidates(conn, sql, params):
         records[record.id] = record
         if vector is not None:
             vectors[record.id] = vector
-        if distance is not None:
-            hits.append(ScoredChunkId(record.id, 1 - float(distance)))
+        hits.append(ScoredChunkId(record.id, 1 - float(distance)))
     # relaxed_order iterative scans may return near-ties slightly out of order
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits, records, vectors
@@ -373,23 +361,6 @@ async def fetch_chunks(
     return {r.id: ChunkRecord(**r._mapping) for r in rows}
 
 
-async def fetch_chunks_with_vectors(
-    conn: AsyncConnection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID]
-) -> tuple[dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]:
-    """:func:`fetch_chunks` plus the stored vectors of those that have one, in one read."""
-    if not chunk_ids:
-        return {}, {}
-    records: dict[uuid.UUID, ChunkRecord] = {}
-    vectors: dict[uuid.UUID, np.ndarray] = {}
-    for r in await _select_chunks(conn, scope, chunk_ids, ", vector_send(c.embedding) AS vector"):
-        fields = dict(r._mapping)
-        vector = fields.pop("vector")
-        records[r.id] = ChunkRecord(**fields)
-        if vector is not None:
-            vectors[r.id] = _vector(vector)
-    return records, vectors
-
-
 async def any_chunks(conn: AsyncConnection, scope: SearchScope, k: int) -> list[uuid.UUID]:
     """Some visible chunks, embedded or not: newest documents first, in reading order
     (the last fallback layer, when no search finds anything)."""
@@ -404,21 +375,3 @@ async def any_chunks(conn: AsyncConnection, scope: SearchScope, k: int) -> list[
         {**params, "k": k},
     )
     return [r.id for r in rows]
-
-
-async def library_fingerprint(conn: AsyncConnection, scope: SearchScope) -> str:
-    """A digest of exactly which documents (and versions) the scope sees right now.
-
-    Any ingest, replace, delete, share or revoke changes it, so cached results keyed on it
-    can never outlive the data they came from.
-    """
-    visible, params = scope.visible_documents_sql()
-    row = await conn.execute(
-        text(
-            f"WITH visible AS ({visible}) SELECT md5(coalesce(string_agg(d.id::text || ':' || "
-            "d.updated_at::text, ',' ORDER BY d.id), '')) FROM documents d "
-            "WHERE d.id IN (SELECT id FROM visible)"
-        ),
-        params,
-    )
-    return row.scalar_one()
