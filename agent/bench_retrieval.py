@@ -231,7 +231,7 @@ class RetrievalFigures:
     search_over_raw_p95: float
     """Hybrid search given the query vector (``hybrid_search``) p95 over raw p95: the
     pipeline's cost over the bare pgvector query, the embedding shown apart."""
-    search_over_raw_candidates_p95: float = 0.0
+    search_over_raw_candidates_p95: float
     """``hybrid_search`` p95 over the raw query for as many neighbours as hybrid reads."""
     hybrid_p95_target_ms: float
     ratio_target: float
