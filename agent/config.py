@@ -254,14 +254,16 @@ class Settings(BaseSettings):
     )
     rerank_top_n: int = 5
     rerank_weight: float = Field(
-        default=0.5,
+        default=0.7,
         description="Final score = w * relevance (0..1) + (1 - w) / (1 + first-stage rank); "
-        "1: relevance alone, 0: no rerank. TBD.",
+        "1: relevance alone, 0: no rerank. Measured with the local model on the first 50 "
+        "SciFact queries (10 candidates, 400 characters): hybrid nDCG@10 0.789, blended "
+        "0.791 at 0.5, 0.804 at 0.7, 0.812 at 0.8; relevance alone 0.649.",
     )
     rerank_passage_chars: int = Field(
-        default=600,
+        default=400,
         description="Characters of each passage the local pointwise reranker reads (cut at "
-        "a word boundary); its cost grows with them. TBD.",
+        "a word boundary); its cost grows with them (~17 s a query for 10 x 400 on 2 cores).",
     )
     time_decay_half_life_days: float | None = Field(
         default=None, description="Favour recent documents: score * exp(-age/half-life)."

@@ -670,13 +670,13 @@ async def _rerank(
 ) -> list[RetrievedChunk]:
     """Reorder the first ``rerank_candidates`` by LLM relevance blended with their first-stage
     rank (``rerank_weight``; ties keep their order)."""
-    from agent.retrieval.rerank import rerank_order
+    from agent.retrieval.rerank import rerank_order, with_title
 
     head, tail = chunks[: settings.rerank_candidates], chunks[settings.rerank_candidates :]
     scores = await llm_scores(
         model,
         question,
-        [c.record.text for c in head],
+        [with_title(c.record.document_title, c.record.text) for c in head],
         passage_chars=settings.rerank_passage_chars,
     )
     order = rerank_order([s / 10.0 for s in scores], settings.rerank_weight)
