@@ -881,6 +881,10 @@ def eval_retrieval(
     limit: Annotated[
         int | None, typer.Option(help="Evaluate only the first N test queries (every mode).")
     ] = None,
+    offset: Annotated[
+        int,
+        typer.Option(min=0, help="Skip the first N test queries (a held-out slice with --limit)."),
+    ] = 0,
     database: Annotated[
         str, typer.Option(help="Database holding the eval index (never your documents).")
     ] = "quire_eval",
@@ -954,6 +958,7 @@ def eval_retrieval(
                     split=split,
                     depth=depth,
                     limit=limit,
+                    offset=offset,
                     progress=progress,
                 )
                 return report, services.settings.data_dir / "eval"
@@ -966,7 +971,12 @@ def eval_retrieval(
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from None
 
-    stem = name or "retrieval" + (f"-n{limit}" if limit else "") + ("-rerank" if rerank else "")
+    stem = name or (
+        "retrieval"
+        + (f"-from{offset}" if offset else "")
+        + (f"-n{limit}" if limit else "")
+        + ("-rerank" if rerank else "")
+    )
     json_path, png_path = write_report(report, out_dir, stem)
     if as_json:
         print(

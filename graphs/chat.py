@@ -64,7 +64,7 @@ from agent.question_lookup import (
 )
 from agent.retrieval.citations import CitableChunk, guard_citations, unknown_citations
 from agent.retrieval.knowledge import knowledge_search
-from agent.retrieval.search import SearchOptions
+from agent.retrieval.search import SearchOptions, embed_question
 from agent.router import classify_route
 from agent.services import get_services
 from agent.tool_selection import KNOWLEDGE, WEB, decide_tool
@@ -389,12 +389,27 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
     scope = _scope(state, runtime)
     numbers = question_numbers(state["question"])
+    # embedded once for the documents and the earlier discussions
+    vector = await embed_question(services, query)
     # the three context sources run side by side (seed 001)
     found, past, questions = await asyncio.gather(
         knowledge_search(
-            services, scope, query, options, max_chars=settings.context_budget(spec), model=model
+            services,
+            scope,
+            query,
+            options,
+            max_chars=settings.context_budget(spec),
+            model=model,
+            query_vector=vector,
         ),
-        previous_discussion(services, user_id, chat_id, query, k=settings.previous_discussion_k)
+        previous_discussion(
+            services,
+            user_id,
+            chat_id,
+            query,
+            k=settings.previous_discussion_k,
+            query_vector=vector,
+        )
         if settings.previous_discussion_k
         else _nothing(),
         find_numbered_questions(services, scope, numbers) if numbers else _nothing(),

@@ -111,3 +111,24 @@ async def test_a_chat_cannot_be_continued_by_another_user(services, alice_reader
     await graph.ainvoke(_ask("hi"), context=Context(user=user.name, chat_id=chat_id))
     with pytest.raises(ChatOwnershipError):
         await graph.ainvoke(_ask("hi"), context=Context(user="intruder", chat_id=chat_id))
+
+
+async def test_a_retrieval_turn_embeds_the_question_once(services, alice_reader, monkeypatch):
+    """The documents and the earlier discussions are searched with one question vector."""
+    user, _ = alice_reader
+    embedder = services.embeddings.embedder
+    asked: list[str] = []
+    real = embedder.embed_query
+
+    def counting(text: str) -> list[float]:
+        asked.append(text)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "embed_query", counting)
+    state = await graph.ainvoke(
+        _ask("Where does the White Rabbit live?"),
+        context=Context(user=user.name, chat_id=str(uuid.uuid4())),
+    )
+    assert state["route"] == "hybrid"
+    assert state["retrieval"]["results"] >= 1
+    assert asked == ["Where does the White Rabbit live?"]

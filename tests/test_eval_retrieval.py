@@ -201,6 +201,19 @@ async def test_eval_end_to_end_on_tiny_set(services, tmp_path):
         q: bm25.per_query[q] | {"ms": again.modes[0].per_query[q]["ms"]} for q in ("q1", "q2")
     }
 
+    # a held-out slice: queries after the first two
+    held_out = await run_retrieval_eval(
+        services,
+        folder,
+        user=user,
+        corpus="tiny",
+        modes=["bm25"],
+        limit=2,
+        offset=2,
+        cache_dir=tmp_path / "eval",
+    )
+    assert list(held_out.modes[0].per_query) == list(bm25.per_query)[2:4]
+
     json_path, png_path = write_report(report, tmp_path / "out")
     written = json.loads(json_path.read_text())
     assert written["results"]["modes"][2]["mode"] == "hybrid"

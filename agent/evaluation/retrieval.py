@@ -356,9 +356,11 @@ async def evaluate_mode(
     *,
     depth: int = 100,
     limit: int | None = None,
+    offset: int = 0,
     progress: Progress | None = None,
 ) -> ModeResult:
-    """Run every (or the first ``limit``) query through :func:`search` and score it."""
+    """Run every query (or ``limit`` of them after the first ``offset``) through
+    :func:`search` and score it."""
     options = SearchOptions(
         k=depth,
         mode=spec.search_mode,
@@ -368,7 +370,7 @@ async def evaluate_mode(
         diversify=spec.diversify,
         use_cache=False,
     )
-    query_ids = list(dataset.queries)[: limit or None]
+    query_ids = list(dataset.queries)[offset:][: limit or None]
     if spec.search_mode != "dense" and services.settings.bm25_memory_index:
         # load the in-memory BM25 copy before timing, as a running server has it
         await services.keyword_indexes.warm(services.engine, scope)
@@ -467,6 +469,7 @@ async def run_retrieval_eval(
     split: str = "test",
     depth: int = 100,
     limit: int | None = None,
+    offset: int = 0,
     concurrency: int = 2,
     cache_dir: Path | None = None,
     progress: Progress | None = None,
@@ -502,6 +505,7 @@ async def run_retrieval_eval(
             MODES[m],
             depth=depth,
             limit=limit,
+            offset=offset,
             progress=progress,
         )
         for m in modes

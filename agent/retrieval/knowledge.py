@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
@@ -67,10 +68,14 @@ async def knowledge_search(
     max_chars: int | None = None,
     model: BaseChatModel | None = None,
     compress: bool | None = None,
+    query_vector: Sequence[float] | None = None,
 ) -> KnowledgeSearch:
-    """Search, then build the cited context (compressing paragraphs if enabled)."""
+    """Search, then build the cited context (compressing paragraphs if enabled);
+    ``query_vector``: the question already embedded (see :func:`search`)."""
     settings = services.settings
-    result = await search(services, scope, question, options, model=model)
+    result = await search(
+        services, scope, question, options, model=model, query_vector=query_vector
+    )
     started = time.perf_counter()
     paragraphs = None
     if (settings.compress_context if compress is None else compress) and result.chunks:

@@ -247,6 +247,20 @@ async def search(
             embedding.add_done_callback(_discard)
 
 
+async def embed_question(services: Services, question: str) -> list[float] | None:
+    """``question`` embedded as :func:`search` embeds it, for a turn whose other parts
+    (earlier discussions) compare against the same vector; ``None`` if it cannot be
+    embedded (each part then degrades on its own)."""
+    query = normalize_query(question)
+    if not query:
+        return None
+    try:
+        return await asyncio.to_thread(services.embeddings.embedder.embed_query, query)
+    except Exception as exc:
+        logger.warning("the question could not be embedded: %s", exc)
+        return None
+
+
 async def _search(
     services: Services,
     scope: SearchScope,
