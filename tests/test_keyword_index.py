@@ -276,8 +276,8 @@ def test_sqlalchemy_parameters_become_psycopg_ones_with_casts_kept():
     from agent.db.driver import pyformat
 
     sql = "SELECT CAST(:q AS vector), x::text, '%' FROM t WHERE a = :a AND b = ANY(:ids)"
-    assert pyformat(sql) == (
-        "SELECT CAST(%(q)s AS vector), x::text, '%%' FROM t WHERE a = %(a)s AND b = ANY(%(ids)s)"
+    assert pyformat(sql, binary={"q", "ids"}) == (
+        "SELECT CAST(%(q)b AS vector), x::text, '%%' FROM t WHERE a = %(a)s AND b = ANY(%(ids)b)"
     )
 
 

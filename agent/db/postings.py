@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.db.driver import fetch_rows
 from agent.db.scope import SearchScope
 
 
@@ -71,21 +72,16 @@ async def library_state(
     any ingest, replace, delete, share or revoke changes it.
     """
     visible, params = scope.visible_documents_sql()
-    row = (
-        await conn.execute(
-            text(
-                f"WITH visible AS ({visible}) SELECT "
-                f"(SELECT md5(coalesce(string_agg(d.id::text || ':' || {_VERSION}, ',' "
-                "ORDER BY d.id), '')) FROM documents d WHERE d.id IN (SELECT id FROM visible)) "
-                "AS fingerprint, "
-                "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
-                "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) "
-                "WITH ORDINALITY q(t, n)) AS terms"
-            ),
-            {**params, "queries": list(queries)},
-        )
-    ).one()
-    return LibraryState(row.fingerprint, tuple(tuple(t) for t in row.terms))
+    ((fingerprint, terms),) = await fetch_rows(
+        conn,
+        f"WITH visible AS ({visible}) SELECT "
+        f"(SELECT md5(coalesce(string_agg(d.id::text || ':' || {_VERSION}, ',' "
+        "ORDER BY d.id), '')) FROM documents d WHERE d.id IN (SELECT id FROM visible)), "
+        "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
+        "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY q(t, n))",
+        {**params, "queries": list(queries)},
+    )
+    return LibraryState(fingerprint, tuple(tuple(t) for t in terms))
 
 
 async def visible_documents(conn: AsyncConnection, scope: SearchScope) -> list[VisibleDocument]:

@@ -49,13 +49,13 @@ class SearchScope:
             )
         clauses = [access, "d.status = 'ready'"]
         if self.document_ids is not None:
-            clauses.append("d.id = ANY(:scope_docs)")
+            clauses.append("d.id = ANY(CAST(:scope_docs AS uuid[]))")
             params["scope_docs"] = list(self.document_ids)
         if self.corpus is not None:
             clauses.append("d.corpus = :scope_corpus")
             params["scope_corpus"] = self.corpus
         if self.doc_types is not None:
-            clauses.append("d.doc_type = ANY(:scope_types)")
+            clauses.append("d.doc_type = ANY(CAST(:scope_types AS text[]))")
             params["scope_types"] = list(self.doc_types)
         if self.created_after is not None:
             clauses.append("d.created_at >= :scope_after")

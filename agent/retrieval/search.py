@@ -54,6 +54,10 @@ from agent.services import Services
 
 logger = logging.getLogger(__name__)
 
+DENSE_WAIT_SECONDS = 0.05
+"""How long the keyword side waits for the dense read to free the search's connection
+before it reads on a fresh one."""
+
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
 
@@ -162,8 +166,10 @@ def clear_search_cache() -> None:
 
 
 class _Reads:
-    """One pooled connection for all of a search's reads, checked out on first use (each
-    checkout costs a liveness round trip); replaced after a read on it was cut short."""
+    """One pooled connection for all of a search's reads, checked out on first use (a
+    checkout costs a liveness round trip) and in autocommit: a search only reads, each read
+    is confined to the scope on its own, and autocommit spares the BEGIN and ROLLBACK round
+    trips of a transaction. Replaced after a read on it was cut short."""
 
     def __init__(self, engine) -> None:
         self._engine = engine
@@ -171,20 +177,37 @@ class _Reads:
         self._conn: AsyncConnection | None = None
         self._busy = False
 
+    async def _open(self):
+        context = self._engine.connect()
+        conn = await context.__aenter__()
+        try:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        except BaseException:
+            await context.__aexit__(None, None, None)
+            raise
+        return context, conn
+
     async def connection(self) -> AsyncConnection:
         """The search's connection (a fresh one after :meth:`discard`)."""
         if self._conn is None:
-            self._context = self._engine.connect()
-            self._conn = await self._context.__aenter__()
+            self._context, self._conn = await self._open()
         return self._conn
+
+    @property
+    def busy(self) -> bool:
+        """Whether a read holds the search's connection now."""
+        return self._busy
 
     @contextlib.asynccontextmanager
     async def free_or_fresh(self):
         """The search's connection if no other read holds it, else a fresh one for this
         read (so that a slow read on one side never holds up the other)."""
         if self._busy:
-            async with self._engine.connect() as conn:
+            context, conn = await self._open()
+            try:
                 yield conn
+            finally:
+                await context.__aexit__(None, None, None)
             return
         self._busy = True
         try:
@@ -508,11 +531,18 @@ async def _retrieve(
     """
     found = _Found()
     stages = clock.metrics.stages_ms
+    dense_read: asyncio.Future | None = None
 
     async def keyword() -> None:
         started = time.perf_counter()
         rankings = await keyword_rankings(services, scope, state, queries, n)
+        if dense_read is not None and embedding.done() and reads.busy:
+            # dense is reading on the search's connection: wait a moment for it, then read
+            # only the hits it did not bring, on that connection (a fresh one costs more)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(dense_read), DENSE_WAIT_SECONDS)
         ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
+        ids = [cid for cid in ids if cid not in found.records]
         async with reads.free_or_fresh() as conn:
             if options.mode == "hybrid":
                 records, stored = await candidate_records(conn, scope, ids)
@@ -526,23 +556,31 @@ async def _retrieve(
         stages["keyword"] = round((time.perf_counter() - started) * 1000, 2)
 
     async def dense() -> None:
+        nonlocal dense_read
         try:
             found.vectors, stages["embed"] = await embedding
         except Exception as exc:
             found.embed_failed = exc
             return
         started = time.perf_counter()
-        async with reads.free_or_fresh() as conn:
-            for vector in found.vectors:
-                hits, records, stored = await dense_candidates(conn, scope, vector.tolist(), n)
-                found.dense.append(hits)
-                found.records.update(records)
-                found.stored.update(stored)
+        dense_read = asyncio.get_running_loop().create_future()
+        try:
+            async with reads.free_or_fresh() as conn:
+                for vector in found.vectors:
+                    hits, records, stored = await dense_candidates(
+                        conn, scope, vector.tolist(), n
+                    )
+                    found.dense.append(hits)
+                    found.records.update(records)
+                    found.stored.update(stored)
+        finally:
+            dense_read.set_result(None)
         stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
 
     tasks: dict[asyncio.Task, str] = {}
     if options.mode != "bm25":
         tasks[asyncio.ensure_future(dense())] = "dense"
+        await asyncio.sleep(0)  # given a vector, dense sends its read before BM25 is scored
     if options.mode != "dense":
         tasks[asyncio.ensure_future(keyword())] = "keyword"
     done, pending = await asyncio.wait(tasks, timeout=max(clock.left(), 0.05))
