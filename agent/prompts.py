@@ -108,17 +108,14 @@ RERANK_USER = """Question: {question}
 Passages:
 {passages}"""
 
-# The local model judges one passage at a time; only its first answer token is read (Yes/No).
-# The query comes before the passage: every passage of one query shares the prompt's start.
-RERANK_POINTWISE_SYSTEM = """You decide whether a passage from a document is relevant to a search query.
-A passage is relevant when it answers the query or gives evidence for or against it; a passage that only shares some words or the general topic is not.
-Answer with one word: Yes or No."""
+# The local model reads one passage at a time and is scored on how likely it finds the user's
+# query as the reply (query likelihood): nothing is generated. The passage comes last in the
+# prompt so that the system prompt is a shared, cached start.
+RERANK_LIKELIHOOD_SYSTEM = "You write the search query that a passage answers."
 
-RERANK_POINTWISE_USER = """Query: {question}
+RERANK_LIKELIHOOD_USER = """Passage: {passage}
 
-Passage: {passage}
-
-Is the passage relevant to the query? Answer Yes or No."""
+Write one short claim or question that this passage supports, refutes or answers."""
 
 COMPRESS_SYSTEM = """You shorten a passage for answering a question. Copy, word for word, only the sentences needed to answer the question; drop the rest.
 If the passage only partly answers the question, start your reply with "[Partial]: ". If it contradicts itself or common statements about the question, start with "[Conflicting]: ".

@@ -1,8 +1,11 @@
-"""The reranker: passage truncation, score blending, dispatch, the pointwise scorer's KV-cache
-prefix reuse (on a toy model with the llama.cpp interface), and one run on the real model."""
+"""The reranker: passage truncation, score blending, dispatch, the query-likelihood scorer
+and its KV-cache prefix reuse (on a toy model with the llama.cpp interface), and one run on
+the real model."""
 
 from __future__ import annotations
 
+import ctypes
+import math
 import threading
 from types import SimpleNamespace
 
@@ -14,10 +17,11 @@ from langchain_core.messages import AIMessage
 from agent.retrieval import rerank
 from agent.retrieval.rerank import (
     combine_scores,
+    likelihood_scores,
+    likelihood_scores_sync,
     llm_scores,
     parse_scores,
-    pointwise_scores,
-    pointwise_scores_sync,
+    query_log_likelihood,
     rank_prior,
     rerank_order,
     truncate_passage,
@@ -91,43 +95,68 @@ def test_batch_scores_are_parsed_and_bounded():
 
 # --- a toy model with the llama.cpp interface ---------------------------------------------------
 
+VOCAB = 64
+
+
+class ToyBatch:
+    """llama.cpp's batch as the scorer fills it: tokens from position ``n_past``."""
+
+    def set_batch(self, batch, n_past: int, logits_all: bool) -> None:
+        assert logits_all, "the scorer needs logits at every target position"
+        self.tokens, self.n_past = list(batch), n_past
+
 
 class ToyContext:
-    """The ``_ctx`` of :class:`ToyLlama`: KV-cache removal and the last logits."""
+    """The ``_ctx`` of :class:`ToyLlama`: KV-cache removal, batch decoding and logits."""
 
     def __init__(self, llama: ToyLlama) -> None:
         self.llama = llama
+        self.rows: list[np.ndarray] = []
 
     def kv_cache_seq_rm(self, seq_id: int, p0: int, p1: int) -> bool:
         del self.llama.kv[p0:]
         return True
 
-    def get_logits_ith(self, i: int) -> np.ndarray:
-        return self.llama.logits
+    def decode(self, batch: ToyBatch) -> None:
+        llama = self.llama
+        assert batch.n_past == len(llama.kv), "the batch does not follow the KV cache"
+        self.rows = []
+        for token in batch.tokens:
+            llama.kv.append(token)
+            self.rows.append(llama.next_token_logits())
+        llama.evaluated += len(batch.tokens)
+
+    def get_logits_ith(self, i: int):
+        return self.rows[i].ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
 class ToyLlama:
     """Whitespace tokens; its "attention" is ``kv``, the tokens actually evaluated (what
-    llama.cpp's KV cache holds): logits are computed from ``kv`` alone, so that a wrong
-    prefix bookkeeping gives different scores. Yes is as likely as the share of query words
-    found in the passage, No as likely as the rest."""
+    llama.cpp's KV cache holds): logits come from ``kv`` alone, so that wrong prefix
+    bookkeeping gives different scores. A word of the passage in ``kv`` is e^3 times as
+    likely as any other word to come next."""
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self.input_ids = np.zeros(4096, dtype=np.intc)
         self.n_tokens = 0
+        self.n_batch = 512
         self.kv: list[int] = []
         self.evaluated = 0
         self.metadata: dict = {}  # no chat template: the scorer writes ChatML
         self._ctx = ToyContext(self)
-        self.logits = np.zeros(1)
-        self.yes, self.no = self.tokenize(b"Yes")[0], self.tokenize(b"No")[0]
+        self._batch = ToyBatch()
 
     def _id(self, word: str) -> int:
-        return self.vocab.setdefault(word, len(self.vocab))
+        token = self.vocab.setdefault(word, len(self.vocab))
+        assert token < VOCAB
+        return token
 
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [self._id(w.lower() if w.istitle() else w) for w in text.decode().split()]
+
+    def n_vocab(self) -> int:
+        return VOCAB
 
     def reset(self) -> None:
         self.n_tokens = 0
@@ -139,15 +168,20 @@ class ToyLlama:
         self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
         self.n_tokens += len(tokens)
         self.evaluated += len(tokens)
+
+    def passage_words(self, tokens) -> set[int]:
         words = {v: k for k, v in self.vocab.items()}
-        text = [words[t] for t in self.kv]
-        query = set(text[text.index("query:") + 1 : text.index("passage:")])
-        end = len(text) - 1 - text[::-1].index("is")  # the question after the passage
-        passage = set(text[text.index("passage:") + 1 : end])
-        share = len(query & passage) / max(len(query), 1)
-        self.logits = np.full(len(self.vocab) + 1, -30.0)
-        self.logits[self.yes] = np.log(share + 1e-6)
-        self.logits[self.no] = np.log(1 - share + 1e-6)
+        text = [words[t] for t in tokens]
+        if "passage:" not in text:
+            return set()
+        start = text.index("passage:") + 1
+        end = text.index("write", start) if "write" in text[start:] else len(text)
+        return set(tokens[start:end])
+
+    def next_token_logits(self) -> np.ndarray:
+        logits = np.zeros(VOCAB, dtype=np.float32)
+        logits[list(self.passage_words(self.kv))] = 3.0
+        return logits
 
 
 QUESTION = "where do penguins live"
@@ -158,23 +192,42 @@ PASSAGES = [
 ]
 
 
-def test_the_pointwise_scorer_reads_yes_over_yes_plus_no():
+def _expected_log_likelihood(llama: ToyLlama, passage: str, question: str) -> float:
+    """The toy's mean log-probability of ``question`` after ``passage``, by hand."""
+    inside = {llama._id(w) for w in passage.split()}
+    log_z = math.log(len(inside) * math.e**3 + (VOCAB - len(inside)))
+    return sum(
+        (3.0 if llama._id(w) in inside else 0.0) - log_z for w in question.split()
+    ) / len(question.split())
+
+
+def test_query_likelihood_is_the_mean_log_probability_of_the_query_tokens():
     llama = ToyLlama()
-    scores = pointwise_scores_sync(llama, QUESTION, PASSAGES, 600)
-    assert scores[0] == pytest.approx(0.0, abs=1e-4)
-    assert scores[1] == pytest.approx(0.75, abs=1e-4)  # three of the four query words
-    assert scores[2] == pytest.approx(0.5, abs=1e-4)  # "where" and "do" of four
+    prompt = llama.tokenize(b"<|im_start|>user Passage: penguins live here Write one <|im_end|>")
+    target = llama.tokenize(QUESTION.encode())
+    got = query_log_likelihood(llama, prompt, target)
+    assert got == pytest.approx(_expected_log_likelihood(llama, "penguins live here", QUESTION))
+    # the context now holds prompt + target but its last token, and says so
+    assert llama.n_tokens == len(llama.kv) == len(prompt) + len(target) - 1
+    assert list(llama.input_ids[: llama.n_tokens]) == llama.kv
+
+
+def test_passages_holding_more_of_the_query_score_higher_scaled_to_0_1():
+    scores = likelihood_scores_sync(ToyLlama(), QUESTION, PASSAGES, 600)
+    assert scores[1] == pytest.approx(1.0)  # "penguins", "live" and "where"
+    assert scores[0] == pytest.approx(0.0)  # none of the query's words
+    assert 0.0 < scores[2] < 1.0  # "where" and "do"
 
 
 def test_prefix_reuse_scores_like_from_scratch_and_evaluates_fewer_tokens():
     fresh, reused = ToyLlama(), ToyLlama()
-    scratch = pointwise_scores_sync(fresh, QUESTION, PASSAGES, 600, reuse=False)
-    cached = pointwise_scores_sync(reused, QUESTION, PASSAGES, 600)
+    scratch = likelihood_scores_sync(fresh, QUESTION, PASSAGES, 600, reuse=False)
+    cached = likelihood_scores_sync(reused, QUESTION, PASSAGES, 600)
     assert cached == pytest.approx(scratch)
-    assert reused.evaluated < fresh.evaluated * 0.75
-    # a second query after the first keeps only the system prompt
-    again = pointwise_scores_sync(reused, "penguins", PASSAGES[1:], 600)
-    assert again == pytest.approx(pointwise_scores_sync(ToyLlama(), "penguins", PASSAGES[1:], 600))
+    assert reused.evaluated < fresh.evaluated
+    # a second query after the first: the stale passage and query are never read
+    again = likelihood_scores_sync(reused, "penguins", PASSAGES[1:], 600)
+    assert again == pytest.approx(likelihood_scores_sync(ToyLlama(), "penguins", PASSAGES[1:], 600))
 
 
 def test_a_cancelled_rerank_stops_between_passages():
@@ -182,7 +235,7 @@ def test_a_cancelled_rerank_stops_between_passages():
     cancel.set()
     llama = ToyLlama()
     with pytest.raises(TimeoutError):
-        pointwise_scores_sync(llama, QUESTION, PASSAGES, 600, cancel=cancel)
+        likelihood_scores_sync(llama, QUESTION, PASSAGES, 600, cancel=cancel)
     assert llama.evaluated == 0
 
 
@@ -195,12 +248,15 @@ async def test_hosted_models_get_the_batch_prompt():
     assert await llm_scores(model, "q", ["a", "b"]) == [2.0, 8.0]
 
 
-async def test_llama_cpp_models_are_scored_pointwise_on_a_0_to_10_scale():
+async def test_llama_cpp_models_are_scored_by_query_likelihood_on_a_0_to_10_scale():
     model = SimpleNamespace(client=ToyLlama())
     assert rerank.llama_client(model) is model.client
     scores = await llm_scores(model, QUESTION, PASSAGES)
-    assert scores == pytest.approx([0.0, 7.5, 5.0], abs=1e-3)
-    assert await pointwise_scores(model.client, QUESTION, [], 600) == []
+    assert scores == pytest.approx(
+        [10 * s for s in likelihood_scores_sync(ToyLlama(), QUESTION, PASSAGES, 500)]
+    )
+    assert scores[1] == pytest.approx(10.0) and scores[0] == pytest.approx(0.0)
+    assert await likelihood_scores(model.client, QUESTION, [], 600) == []
 
 
 # --- the real local model ----------------------------------------------------------------------
@@ -222,14 +278,14 @@ async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothi
         "A binary search tree keeps its keys in sorted order for fast lookup.",
         "Penguins are flightless birds that live mostly in the Southern Hemisphere.",
     ]
-    cached = await pointwise_scores(llama, question, passages, 600)
+    cached = await likelihood_scores(llama, question, passages, 600)
     assert max(range(len(passages)), key=cached.__getitem__) == 1
-    assert cached[1] > 0.5 > max(cached[0], cached[2], cached[3])
+    assert cached[1] == 1.0 and max(cached[0], cached[2], cached[3]) < 0.8
     scratch = await rerank.asyncio.to_thread(
-        pointwise_scores_sync, llama, question, passages, 600, reuse=False
+        likelihood_scores_sync, llama, question, passages, 600, reuse=False
     )
     # llama.cpp splits the batches differently with and without the cache: logits differ
-    # in the last digits (measured up to 0.021 in probability on this CPU)
+    # in the last digits
     assert cached == pytest.approx(scratch, abs=0.05)
     # and the model still chats afterwards (the shared context was left consistent)
     reply = await model.ainvoke("Reply with the single word: ready", max_tokens=5)
