@@ -196,9 +196,9 @@ def _expected_log_likelihood(llama: ToyLlama, passage: str, question: str) -> fl
     """The toy's mean log-probability of ``question`` after ``passage``, by hand."""
     inside = {llama._id(w) for w in passage.split()}
     log_z = math.log(len(inside) * math.e**3 + (VOCAB - len(inside)))
-    return sum(
-        (3.0 if llama._id(w) in inside else 0.0) - log_z for w in question.split()
-    ) / len(question.split())
+    return sum((3.0 if llama._id(w) in inside else 0.0) - log_z for w in question.split()) / len(
+        question.split()
+    )
 
 
 def test_query_likelihood_is_the_mean_log_probability_of_the_query_tokens():

@@ -567,9 +567,7 @@ async def _retrieve(
         try:
             async with reads.free_or_fresh() as conn:
                 for vector in found.vectors:
-                    hits, records, stored = await dense_candidates(
-                        conn, scope, vector.tolist(), n
-                    )
+                    hits, records, stored = await dense_candidates(conn, scope, vector.tolist(), n)
                     found.dense.append(hits)
                     found.records.update(records)
                     found.stored.update(stored)
