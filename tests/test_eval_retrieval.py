@@ -182,16 +182,19 @@ async def test_eval_end_to_end_on_tiny_set(services, tmp_path):
     bm25 = report.modes[0]
     assert bm25.per_query["q2"]["top"][0] == "d9"  # shares its rare words with d9 only
 
+    def bm25_slice(**slice_of_queries):
+        return run_retrieval_eval(
+            services,
+            folder,
+            user=user,
+            corpus="tiny",
+            modes=["bm25"],
+            cache_dir=tmp_path / "eval",
+            **slice_of_queries,
+        )
+
     # a rerun reuses the cached mapping: nothing is ingested again
-    again = await run_retrieval_eval(
-        services,
-        folder,
-        user=user,
-        corpus="tiny",
-        modes=["bm25"],
-        limit=2,
-        cache_dir=tmp_path / "eval",
-    )
+    again = await bm25_slice(limit=2)
     assert again.index.from_cache and again.index.ingested == 0
     assert again.index.indexed_seconds == report.index.seconds
     assert again.modes[0].queries == 2
@@ -202,16 +205,7 @@ async def test_eval_end_to_end_on_tiny_set(services, tmp_path):
     }
 
     # a held-out slice: queries after the first two
-    held_out = await run_retrieval_eval(
-        services,
-        folder,
-        user=user,
-        corpus="tiny",
-        modes=["bm25"],
-        limit=2,
-        offset=2,
-        cache_dir=tmp_path / "eval",
-    )
+    held_out = await bm25_slice(limit=2, offset=2)
     assert list(held_out.modes[0].per_query) == list(bm25.per_query)[2:4]
 
     json_path, png_path = write_report(report, tmp_path / "out")

@@ -197,7 +197,8 @@ def query_log_likelihood(
     The prompt but its last token is evaluated as usual (keeping, with ``reuse``, the start
     it shares with what the context last held); then its last token and the target but its
     last go in one batch that asks for logits at every position: position ``i`` predicts
-    target token ``i``. The context is left holding prompt + target, consistently.
+    target token ``i``. The context is left holding the prompt and all of the target but
+    its last token, and ``n_tokens`` / ``input_ids`` say so.
     """
     prompt, target = list(prompt), list(target)
     keep = min(_shared_prefix(llama, prompt), len(prompt) - 1) if reuse else 0

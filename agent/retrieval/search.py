@@ -177,20 +177,17 @@ class _Reads:
         self._conn: AsyncConnection | None = None
         self._busy = False
 
-    async def _open(self):
-        context = self._engine.connect()
-        conn = await context.__aenter__()
-        try:
+    @contextlib.asynccontextmanager
+    async def _autocommit(self):
+        async with self._engine.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
-        except BaseException:
-            await context.__aexit__(None, None, None)
-            raise
-        return context, conn
+            yield conn
 
     async def connection(self) -> AsyncConnection:
         """The search's connection (a fresh one after :meth:`discard`)."""
         if self._conn is None:
-            self._context, self._conn = await self._open()
+            self._context = self._autocommit()
+            self._conn = await self._context.__aenter__()
         return self._conn
 
     @property
@@ -203,11 +200,8 @@ class _Reads:
         """The search's connection if no other read holds it, else a fresh one for this
         read (so that a slow read on one side never holds up the other)."""
         if self._busy:
-            context, conn = await self._open()
-            try:
+            async with self._autocommit() as conn:
                 yield conn
-            finally:
-                await context.__aexit__(None, None, None)
             return
         self._busy = True
         try:
