@@ -68,6 +68,13 @@ class Settings(BaseSettings):
     )
     database_name: str = "quire"
     db_pool_size: int = 5
+    embedded_shared_buffers_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="shared_buffers of the embedded server in MiB. Unset: an eighth of the "
+        "machine's memory, 128-1024 (Postgres' own default, 128, cannot hold the vector index "
+        "of a large library).",
+    )
 
     # --- models ------------------------------------------------------------------------
     assistant_name: str = "Quire"

