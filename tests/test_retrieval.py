@@ -352,6 +352,29 @@ async def test_a_failed_read_gives_its_connection_back(services, new_user, monke
     assert services.engine.pool.checkedout() == 0
 
 
+async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkeypatch):
+    user = await new_user("cut-read")
+    await _doc(services, user, ORCHARD)
+    scope, options = SearchScope(user_id=user.id), SearchOptions(use_cache=False)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    real = search_module.dense_candidates
+
+    async def stuck(conn, *args, **kwargs):  # a query still running on the server
+        await conn.exec_driver_sql("SELECT pg_sleep(5)")
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(search_module, "dense_candidates", stuck)
+    monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.4)
+    for _ in range(3):
+        cut = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert cut.metrics.timed_out and cut.chunks  # BM25 answered in time
+    assert services.engine.pool.checkedout() == 0
+    monkeypatch.setattr(search_module, "dense_candidates", real)
+    for _ in range(8):  # every pooled connection is usable again
+        ok = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert not ok.metrics.timed_out and not ok.metrics.failures
+
+
 class ScriptedModel(BaseChatModel):
     """Intent, then rewrites, then rerank scores: 9 for passages about the bakery."""
 
