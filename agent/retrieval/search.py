@@ -295,7 +295,7 @@ async def _search(
         await asyncio.sleep(0)  # sent before the state read
     try:
         return await _search_with(
-            services, scope, query, options, model, metrics, clock, embedding, reads, key, early
+            services, scope, query, options, model, metrics, clock, embedding, reads, key, n, early
         )
     finally:
         if early is not None:  # a cache hit or a failure left it unread
@@ -314,11 +314,13 @@ async def _search_with(
     embedding: asyncio.Future | None,
     reads: _Reads,
     key: tuple | None,
+    n: int,
     early: asyncio.Future | None,
 ) -> SearchResult:
-    """:func:`_search` once the dense read of the question may have started (``early``)."""
+    """:func:`_search` once the dense read of the question may have started (``early``):
+    ``key`` is the search's cache key (``None``: not cached), ``n`` the candidates each
+    retriever returns."""
     settings = services.settings
-    n = max(settings.candidates_per_retriever, options.k)
     state = None
     if options.mode != "dense" or key is not None:
         async with reads.connection() as conn:
