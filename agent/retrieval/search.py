@@ -193,8 +193,8 @@ class _Reads:
             conn, context = self._free.pop()
         else:
             context = self._autocommit()
-            self._held.append(context)
             conn = await context.__aenter__()
+            self._held.append(context)
         try:
             yield conn
         except BaseException as exc:
