@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agent.config import Settings, get_settings
-from agent.db.engine import create_engine, ensure_embedding_store, migrate
+from agent.db.engine import create_engine, ensure_embedding_store, migrate, session_options
+from agent.db.read_pool import ReadPool
 from agent.db.server import DatabaseUrls, resolve_database
 from agent.models import EmbeddingModel, embedding_model
 from agent.retrieval.keyword_index import KeywordIndexes
@@ -30,15 +31,22 @@ class Services:
     embeddings: EmbeddingModel
     keyword_indexes: KeywordIndexes = field(init=False)
     """In-memory copies of users' BM25 postings (see :mod:`agent.retrieval.keyword_index`)."""
+    read_pool: ReadPool = field(init=False)
+    """The connections searches read on (opened on the first search)."""
 
     def __post_init__(self) -> None:
         self.keyword_indexes = KeywordIndexes(
             self.settings.bm25_memory_max_postings, self.settings.bm25_memory_sync_tokens
         )
+        # a search holds up to two connections at once
+        self.read_pool = ReadPool(
+            self.urls.libpq, session_options(self.settings), 2 * self.settings.db_pool_size
+        )
 
     async def close(self) -> None:
-        """Stop background index loads and dispose of the connection pool."""
+        """Stop background index loads and close the connection pools."""
         await self.keyword_indexes.close()
+        await self.read_pool.close()
         await self.engine.dispose()
 
 

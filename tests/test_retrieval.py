@@ -9,6 +9,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
@@ -16,6 +17,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from sqlalchemy import text
 
 from agent.db.chunks import ChunkRecord
+from agent.db.read_pool import APPLICATION_NAME
 from agent.db.scope import SearchScope, window_start
 from agent.ingest.pipeline import ingest_bytes
 from agent.ingest.sources import IngestRequest, ingest_source
@@ -328,11 +330,17 @@ async def test_given_the_vector_dense_reads_while_the_library_state_is_read(
     first = await search(services, scope, "apple orchard", query_vector=vector)
     assert first.chunks and not first.metrics.failures
     assert seen["dense sent"] < seen["state done"] - 0.2  # not queued behind the state read
-    assert services.engine.pool.checkedout() == 0  # both connections given back
+    assert _reads_in_use(services) == 0  # both connections given back
 
     # a search that may be cached reads the state first, and a hit reads nothing else
     again = await search(services, scope, "apple orchard", query_vector=vector)
     assert again.metrics.cache_hit and seen["dense reads"] == 1
+
+
+def _reads_in_use(services) -> int:
+    """Connections of the search read pool handed out and not given back."""
+    stats = services.read_pool.stats()
+    return stats["pool_size"] - stats["pool_available"]
 
 
 async def test_a_failed_read_gives_its_connection_back(services, new_user, monkeypatch):
@@ -341,7 +349,7 @@ async def test_a_failed_read_gives_its_connection_back(services, new_user, monke
     vector = services.embeddings.embedder.embed_query("apple orchard")
 
     async def broken(conn, *args, **kwargs):
-        await conn.exec_driver_sql("SELECT no_such_column FROM documents")
+        await conn.execute("SELECT no_such_column FROM documents")
 
     monkeypatch.setattr(search_module, "dense_candidates", broken)
     result = await search(
@@ -349,7 +357,7 @@ async def test_a_failed_read_gives_its_connection_back(services, new_user, monke
     )
     assert result.chunks  # the keyword side answered
     assert any(f.startswith("dense:") for f in result.metrics.failures)
-    assert services.engine.pool.checkedout() == 0
+    assert _reads_in_use(services) == 0
 
 
 async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkeypatch):
@@ -360,7 +368,7 @@ async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkey
     real = search_module.dense_candidates
 
     async def stuck(conn, *args, **kwargs):  # a query still running on the server
-        await conn.exec_driver_sql("SELECT pg_sleep(5)")
+        await conn.execute("SELECT pg_sleep(5)")
         return await real(conn, *args, **kwargs)
 
     monkeypatch.setattr(search_module, "dense_candidates", stuck)
@@ -368,11 +376,30 @@ async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkey
     for _ in range(3):
         cut = await search(services, scope, "apple orchard", options, query_vector=vector)
         assert cut.metrics.timed_out and cut.chunks  # BM25 answered in time
-    assert services.engine.pool.checkedout() == 0
+    assert _reads_in_use(services) == 0
     monkeypatch.setattr(search_module, "dense_candidates", real)
     for _ in range(8):  # every pooled connection is usable again
         ok = await search(services, scope, "apple orchard", options, query_vector=vector)
         assert not ok.metrics.timed_out and not ok.metrics.failures
+
+
+async def test_reads_survive_their_connections_being_dropped(services, new_user):
+    user = await new_user("dropped-read")
+    await _doc(services, user, ORCHARD)
+    scope, options = SearchScope(user_id=user.id), SearchOptions(use_cache=False)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    first = await search(services, scope, "apple orchard", options, query_vector=vector)
+    with psycopg.connect(services.urls.libpq, autocommit=True) as conn:
+        dropped = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            [APPLICATION_NAME],
+        ).fetchone()[0]
+    assert dropped >= 2  # both connections the first search held, idle in the pool
+    for _ in range(3):
+        again = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert not again.metrics.failures and _ids(again) == _ids(first)
+    assert _reads_in_use(services) == 0
 
 
 class ScriptedModel(BaseChatModel):

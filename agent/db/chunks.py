@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.db.documents import vector_literal
-from agent.db.driver import fetch_rows
+from agent.db.driver import Connection, fetch_rows
 from agent.db.scope import SearchScope
 
 
@@ -71,7 +71,7 @@ async def dense_search(
 
 
 async def dense_candidates(
-    conn: AsyncConnection, scope: SearchScope, query_vector: Sequence[float], k: int
+    conn: Connection, scope: SearchScope, query_vector: Sequence[float], k: int
 ) -> tuple[list[ScoredChunkId], dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]:
     """:func:`dense_search` plus its hits' records and stored vectors, in one round trip.
 
@@ -103,7 +103,7 @@ async def dense_candidates(
 
 
 async def candidate_records(
-    conn: AsyncConnection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID]
+    conn: Connection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID]
 ) -> tuple[dict[uuid.UUID, ChunkRecord], dict[uuid.UUID, np.ndarray]]:
     """Records (without ``parent_text``) and stored vectors of the visible ``chunk_ids``,
     read like :func:`dense_candidates` reads its hits."""
@@ -124,7 +124,7 @@ async def candidate_records(
 
 
 async def _read_candidates(
-    conn: AsyncConnection, sql: str, params: dict
+    conn: Connection, sql: str, params: dict
 ) -> list[tuple[ChunkRecord, np.ndarray | None, float | None]]:
     """Rows of ``_CANDIDATE_COLUMNS`` + vector + distance as (record, vector, distance).
 
@@ -316,9 +316,7 @@ _CANDIDATE_COLUMNS = _CHUNK_COLUMNS.replace("p.text AS parent_text", "NULL::text
 _RECORD_FIELDS = tuple(ChunkRecord.__dataclass_fields__)
 
 
-async def with_parent_texts(
-    conn: AsyncConnection, records: Sequence[ChunkRecord]
-) -> list[ChunkRecord]:
+async def with_parent_texts(conn: Connection, records: Sequence[ChunkRecord]) -> list[ChunkRecord]:
     """``records`` with ``parent_text`` filled in where it is missing (one read).
 
     Only for records already read under a scope: a parent belongs to its child's document.
@@ -336,42 +334,34 @@ async def with_parent_texts(
     ]
 
 
-async def _select_chunks(
-    conn: AsyncConnection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID], extra: str = ""
-):
-    visible, params = scope.visible_documents_sql()
-    return await conn.execute(
-        text(
-            f"WITH visible AS ({visible}) SELECT {_CHUNK_COLUMNS}{extra} "
-            "FROM child_chunks c JOIN documents d ON d.id = c.document_id "
-            "LEFT JOIN parent_chunks p ON p.id = c.parent_id "
-            "WHERE c.id = ANY(:ids) AND c.document_id IN (SELECT id FROM visible)"
-        ),
-        {**params, "ids": list(chunk_ids)},
-    )
-
-
 async def fetch_chunks(
-    conn: AsyncConnection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID]
+    conn: Connection, scope: SearchScope, chunk_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, ChunkRecord]:
     """Visible child chunks by id, with document fields and parent text (one query)."""
     if not chunk_ids:
         return {}
-    rows = await _select_chunks(conn, scope, chunk_ids)
-    return {r.id: ChunkRecord(**r._mapping) for r in rows}
+    visible, params = scope.visible_documents_sql()
+    rows = await fetch_rows(
+        conn,
+        f"WITH visible AS ({visible}) SELECT {_CHUNK_COLUMNS} "
+        "FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+        "LEFT JOIN parent_chunks p ON p.id = c.parent_id "
+        "WHERE c.id = ANY(:ids) AND c.document_id IN (SELECT id FROM visible)",
+        {**params, "ids": list(chunk_ids)},
+    )
+    return {row[0]: ChunkRecord(*row) for row in rows}
 
 
-async def any_chunks(conn: AsyncConnection, scope: SearchScope, k: int) -> list[uuid.UUID]:
+async def any_chunks(conn: Connection, scope: SearchScope, k: int) -> list[uuid.UUID]:
     """Some visible chunks, embedded or not: newest documents first, in reading order
     (the last fallback layer, when no search finds anything)."""
     visible, params = scope.visible_documents_sql()
-    rows = await conn.execute(
-        text(
-            f"WITH visible AS ({visible}) "
-            "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.document_id IN (SELECT id FROM visible) "
-            "ORDER BY d.created_at DESC, c.chunk_index LIMIT :k"
-        ),
+    rows = await fetch_rows(
+        conn,
+        f"WITH visible AS ({visible}) "
+        "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+        "WHERE c.document_id IN (SELECT id FROM visible) "
+        "ORDER BY d.created_at DESC, c.chunk_index LIMIT :k",
         {**params, "k": k},
     )
-    return [r.id for r in rows]
+    return [row[0] for row in rows]

@@ -13,7 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+import psycopg
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+Connection = AsyncConnection | psycopg.AsyncConnection
+"""Where the hot reads run: a SQLAlchemy connection (inside its transaction) or a psycopg
+one (the search read pool's, in autocommit)."""
 
 _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
 
@@ -29,9 +34,12 @@ def pyformat(sql: str, binary: Collection[str] = ()) -> str:
     return _PARAMETER.sub(placeholder, sql.replace("%", "%%"))
 
 
-async def fetch_rows(conn: AsyncConnection, sql: str, params: dict) -> list[tuple]:
+async def fetch_rows(conn: Connection, sql: str, params: dict) -> list[tuple]:
     """Every row of ``sql`` as tuples, read in binary on ``conn``'s psycopg connection."""
-    raw = (await conn.get_raw_connection()).driver_connection
+    if isinstance(conn, psycopg.AsyncConnection):
+        raw = conn
+    else:
+        raw = (await conn.get_raw_connection()).driver_connection
     # arrays (vectors, id lists) go in binary; scalars as text, so that Postgres infers
     # their type from the column (a uuid given as a string, say)
     arrays = [name for name, value in params.items() if isinstance(value, list | tuple)]

@@ -27,14 +27,18 @@ class EmbeddingMismatchError(RuntimeError):
     """The configured embedding model does not match the vectors already stored."""
 
 
+def session_options(settings: Settings) -> str:
+    """libpq ``options`` of every connection: filtered HNSW scans return full result sets."""
+    return f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search}"
+
+
 def create_engine(urls: DatabaseUrls, settings: Settings) -> AsyncEngine:
     """An async engine whose sessions let filtered HNSW scans return full result sets."""
-    options = f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={settings.hnsw_ef_search}"
     return create_async_engine(
         urls.sqlalchemy,
         pool_size=settings.db_pool_size,
         pool_pre_ping=True,
-        connect_args={"options": options},
+        connect_args={"options": session_options(settings)},
     )
 
 

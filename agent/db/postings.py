@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agent.db.driver import fetch_rows
+from agent.db.driver import Connection, fetch_rows
 from agent.db.scope import SearchScope
 
 
@@ -64,7 +64,7 @@ _VERSION = "d.updated_at::text"
 
 
 async def library_state(
-    conn: AsyncConnection, scope: SearchScope, queries: Sequence[str] = ()
+    conn: Connection, scope: SearchScope, queries: Sequence[str] = ()
 ) -> LibraryState:
     """The scope's fingerprint and the lexemes of ``queries``, in one round trip.
 

@@ -24,11 +24,11 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
+import psycopg
 from langchain_core.language_models import BaseChatModel
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.db.chunks import (
     BM25Params,
@@ -42,6 +42,7 @@ from agent.db.chunks import (
     with_parent_texts,
 )
 from agent.db.postings import LibraryState, library_state
+from agent.db.read_pool import Read, ReadPool, is_dead_connection
 from agent.db.scope import SearchScope
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
 from agent.retrieval.citations import citation_id
@@ -53,6 +54,7 @@ from agent.retrieval.rerank import llm_scores
 from agent.services import Services
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
@@ -164,46 +166,53 @@ def clear_search_cache() -> None:
 
 
 class _Reads:
-    """The connections of one search's reads, in autocommit and held until it ends.
+    """The connections of one search's reads, held until it ends (:mod:`agent.db.read_pool`).
 
     A read takes a held connection no other read is using, else checks out one more: the
     keyword side (library state, then its hits' records) and the dense side read at once
     when the question's vector is known from the start, and one after the other on a
-    single connection while the question is embedded. Autocommit: a search only reads,
-    each read is confined to the scope on its own, and it spares the BEGIN and ROLLBACK
-    round trips of a transaction. A connection whose read failed or was cut short is given
-    back at once with the exception (SQLAlchemy then discards it if it cannot be reset).
+    single connection while the question is embedded. Autocommit: a search only reads and
+    each read is confined to the scope on its own. A connection whose read failed or was
+    cut short is given back at once; a read that found its connection dead runs once more
+    on a live one (reads are plain SELECTs).
     """
 
-    def __init__(self, engine) -> None:
-        self._engine = engine
-        self._free: list[tuple[AsyncConnection, contextlib.AbstractAsyncContextManager]] = []
-        self._held: list[contextlib.AbstractAsyncContextManager] = []
+    def __init__(self, pool: ReadPool) -> None:
+        self._pool = pool
+        self._free: list[psycopg.AsyncConnection] = []
+        self._held: list[psycopg.AsyncConnection] = []
         self._started: list[asyncio.Future] = []
 
-    @contextlib.asynccontextmanager
-    async def _autocommit(self):
-        async with self._engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-            yield conn
-
-    @contextlib.asynccontextmanager
-    async def connection(self):
-        """A held connection no read is using, or one more checked out."""
-        if self._free:
-            conn, context = self._free.pop()
-        else:
-            context = self._autocommit()
-            conn = await context.__aenter__()
-            self._held.append(context)
+    async def read(self, fn: Read[T]) -> T:
+        """``fn(connection)`` on a connection of this search."""
+        conn = await self._take()
         try:
-            yield conn
+            result = await fn(conn)
         except BaseException as exc:
-            self._held.remove(context)
-            with contextlib.suppress(Exception):
-                await context.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
-        self._free.append((conn, context))
+            await self._drop(conn)
+            if not is_dead_connection(exc, conn):
+                raise
+            await self._pool.drop_dead()
+            conn = await self._take()
+            try:
+                result = await fn(conn)
+            except BaseException:
+                await self._drop(conn)
+                raise
+        self._free.append(conn)
+        return result
+
+    async def _take(self) -> psycopg.AsyncConnection:
+        if self._free:
+            return self._free.pop()
+        conn = await self._pool.checkout()
+        self._held.append(conn)
+        return conn
+
+    async def _drop(self, conn: psycopg.AsyncConnection) -> None:
+        self._held.remove(conn)
+        with contextlib.suppress(Exception):
+            await self._pool.give_back(conn)
 
     def start(self, read) -> asyncio.Future:
         """Run the coroutine ``read`` now, beside the caller; cancelled when the search ends
@@ -220,9 +229,9 @@ class _Reads:
             task.cancel()
         await asyncio.gather(*self._started, return_exceptions=True)
         held, self._held, self._free = self._held, [], []
-        for context in held:
+        for conn in held:
             with contextlib.suppress(Exception):
-                await context.__aexit__(None, None, None)
+                await self._pool.give_back(conn)
 
 
 # --- the pipeline -----------------------------------------------------------------------------
@@ -257,7 +266,7 @@ async def search(
     if options.mode != "bm25":
         embedding = _embed_soon(services, [query], given=query_vector)
     try:
-        async with _Reads(services.engine) as reads:
+        async with _Reads(services.read_pool) as reads:
             return await _search(
                 services, scope, query, options, model, metrics, clock, embedding, reads
             )
@@ -306,8 +315,8 @@ async def _search(
         await asyncio.sleep(0)  # sent before the state read
     state = None
     if options.mode != "dense" or key is not None:
-        async with reads.connection() as conn:
-            state = await library_state(conn, scope, [query] if options.mode != "dense" else [])
+        lexed = [query] if options.mode != "dense" else []
+        state = await reads.read(lambda conn: library_state(conn, scope, lexed))
         clock.lap("state")
     if key is not None:
         cached = _cache_get(key, state.fingerprint)
@@ -345,8 +354,7 @@ async def _search(
             if embedding is not None:
                 embedding = _embed_soon(services, queries[1:], first=embedding)
             if options.mode != "dense":
-                async with reads.connection() as conn:
-                    state = await library_state(conn, scope, queries)
+                state = await reads.read(lambda conn: library_state(conn, scope, queries))
     metrics.queries = queries
 
     found = await _retrieve(
@@ -445,8 +453,7 @@ async def _with_parents(reads: _Reads, chunks: list[RetrievedChunk]) -> list[Ret
     """The chosen chunks with their parents' text (candidates are read without it)."""
     if all(c.record.parent_text is not None or c.record.parent_id is None for c in chunks):
         return chunks
-    async with reads.connection() as conn:
-        records = await with_parent_texts(conn, [c.record for c in chunks])
+    records = await reads.read(lambda conn: with_parent_texts(conn, [c.record for c in chunks]))
     return [replace(c, record=r) for c, r in zip(chunks, records, strict=True)]
 
 
@@ -533,10 +540,12 @@ async def _dense_read(
     vectors, _ = await embedding
     started = time.perf_counter()
     out: list[DenseRead] = []
+
+    async def each(conn) -> list[DenseRead]:
+        return [await dense_candidates(conn, scope, v.tolist(), n) for v in vectors[skip:]]
+
     if len(vectors) > skip:
-        async with reads.connection() as conn:
-            for vector in vectors[skip:]:
-                out.append(await dense_candidates(conn, scope, vector.tolist(), n))
+        out = await reads.read(each)
     return out, (time.perf_counter() - started) * 1000
 
 
@@ -570,11 +579,10 @@ async def _retrieve(
         rankings = await keyword_rankings(services, scope, state, queries, n)
         ids = list(dict.fromkeys(h.chunk_id for ranking in rankings for h in ranking))
         ids = [cid for cid in ids if cid not in found.records]  # dense may have read them
-        async with reads.connection() as conn:
-            if options.mode == "hybrid":
-                records, stored = await candidate_records(conn, scope, ids)
-            else:
-                records, stored = await fetch_chunks(conn, scope, ids), {}
+        if options.mode == "hybrid":
+            records, stored = await reads.read(lambda conn: candidate_records(conn, scope, ids))
+        else:
+            records, stored = await reads.read(lambda conn: fetch_chunks(conn, scope, ids)), {}
         found.keyword = rankings
         for cid, record in records.items():
             found.records.setdefault(cid, record)
@@ -698,9 +706,12 @@ async def _last_resort(
 ) -> tuple[Layer, list[tuple[uuid.UUID, float]], dict[uuid.UUID, ChunkRecord]]:
     """Layer 5: any visible chunk (keyword hits first, then reading order), or nothing."""
     ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
-    async with reads.connection() as conn:
-        ids += [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
-        records = await fetch_chunks(conn, scope, ids[:k])
+
+    async def read(conn):
+        found = ids + [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
+        return found[:k], await fetch_chunks(conn, scope, found[:k])
+
+    ids, records = await reads.read(read)
     picked = [(cid, 0.0) for cid in ids[:k] if cid in records]
     return ("any_chunk" if picked else "none"), picked, records
 
