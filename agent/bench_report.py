@@ -320,12 +320,13 @@ def _retrieval_md(r: dict) -> list[str]:
                     _verdict(r["meets_p95_target"]),
                 ],
                 [
-                    f"hybrid search p95 <= {r['ratio_target']:g}x raw pgvector "
-                    "(given the query vector; the embedding is shown apart)",
-                    f"{r.get('search_over_raw_p95')}x (over raw top-{r.get('candidates')}: "
-                    f"{r.get('search_over_raw_candidates_p95')}x; hybrid with the embedding "
-                    f"over raw: {r['hybrid_over_raw_p95']}x, over the embedding + raw: "
-                    f"{r.get('hybrid_over_raw_question_p95')}x)",
+                    f"hybrid search p95 <= {r['ratio_target']:g}x raw pgvector top-k "
+                    "(both given the query vector, k the depth hybrid reads; the "
+                    "embedding is shown apart)",
+                    f"{r.get('search_over_raw_candidates_p95')}x (over raw top-{r.get('k')}: "
+                    f"{r.get('search_over_raw_p95')}x; hybrid with the embedding over the "
+                    f"embedding + raw: {r.get('hybrid_over_raw_question_p95')}x, over raw "
+                    f"alone: {r['hybrid_over_raw_p95']}x)",
                     _verdict(r["meets_ratio_target"]),
                 ],
                 ["hits from other users", r["foreign_hits"], _verdict(r["foreign_hits"] == 0)],

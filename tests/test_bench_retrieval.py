@@ -35,6 +35,11 @@ async def test_bench_retrieval_small_corpus(services):
         # embedding + raw of each question: never below either part's median
         assert figures.latency("raw_question").p50_ms >= max(raw.p50_ms, embed.p50_ms)
         assert figures.hybrid_over_raw_question_p95 > 0
+        # the gate: given the same vector, hybrid over a raw query as deep as its dense side
+        deep = figures.latency("hybrid_search").p95_ms / figures.latency("raw_candidates").p95_ms
+        assert figures.search_over_raw_candidates_p95 == round(deep, 2)
+        ratio = figures.search_over_raw_candidates_p95
+        assert figures.meets_ratio_target == (ratio <= figures.ratio_target)
         assert figures.bm25_memory_postings > 0  # the in-memory BM25 copy was loaded
         assert figures.foreign_hits == 0  # every hit is the target user's own
         assert figures.short_results == 0
