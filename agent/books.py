@@ -26,15 +26,14 @@ class Book:
 
 async def resolve_book(services: Services, user_id: uuid.UUID, book: str) -> Book:
     """A visible document by id, or by title (exact, then prefix, case-insensitive)."""
-    visible, params = SearchScope(user_id=user_id).visible_documents_sql()
+    listed, params = SearchScope(user_id=user_id).listed_documents_sql(
+        "d.id, d.title, d.author, d.created_at"
+    )
     try:
         by_id: uuid.UUID | None = uuid.UUID(book)
     except ValueError:
         by_id = None
-    query = (
-        f"WITH visible AS ({visible}) SELECT d.id, d.title, d.author FROM documents d "
-        "WHERE d.id IN (SELECT id FROM visible) AND "
-    )
+    query = f"SELECT d.id, d.title, d.author FROM ({listed}) d WHERE "
     async with services.engine.connect() as conn:
         if by_id is not None:
             row = (await conn.execute(text(query + "d.id = :b"), {**params, "b": by_id})).first()
@@ -55,15 +54,7 @@ async def resolve_book(services: Services, user_id: uuid.UUID, book: str) -> Boo
 
 async def only_book(services: Services, scope: SearchScope) -> Book | None:
     """The single visible document of ``scope``, or ``None`` when there are 0 or several."""
-    visible, params = scope.visible_documents_sql()
+    listed, params = scope.listed_documents_sql("d.id, d.title, d.author")
     async with services.engine.connect() as conn:
-        rows = (
-            await conn.execute(
-                text(
-                    f"WITH visible AS ({visible}) SELECT d.id, d.title, d.author FROM documents d "
-                    "WHERE d.id IN (SELECT id FROM visible) LIMIT 2"
-                ),
-                params,
-            )
-        ).all()
+        rows = (await conn.execute(text(f"{listed} LIMIT 2"), params)).all()
     return Book(rows[0].id, rows[0].title, rows[0].author) if len(rows) == 1 else None

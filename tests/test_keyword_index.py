@@ -240,6 +240,53 @@ async def test_visibility_comes_from_postgres_on_every_search(services, new_user
     assert {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")} == own_only
 
 
+async def test_the_listed_visible_set_is_the_visible_set(services, new_user):
+    """The index-friendly listing (own documents, then shares) admits exactly what the
+    membership test does, under every filter, share and revoke."""
+    owner, reader = await new_user("list-owner"), await new_user("list-reader")
+    theirs = await _ingest(services, owner, "A shared page about tides.")
+    hidden = await _ingest(services, owner, "An unshared page about tides.")
+    mine = await _ingest(services, reader, "My page about tides.")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": theirs.document_id, "u": reader.id},
+        )
+
+    async def both(scope: SearchScope) -> tuple[set, set]:
+        visible, params = scope.visible_documents_sql()
+        listed, _ = scope.listed_documents_sql("d.id")
+        async with services.engine.connect() as conn:
+            admitted = {r[0] for r in await conn.execute(text(visible), params)}
+            returned = [r[0] for r in await conn.execute(text(listed), params)]
+        assert len(returned) == len(set(returned))  # each document once
+        return admitted, set(returned)
+
+    everything = {mine.document_id, theirs.document_id, hidden.document_id}
+    scopes = {
+        "library": (SearchScope(reader.id), {mine.document_id, theirs.document_id}),
+        "own only": (SearchScope(reader.id, include_shared=False), {mine.document_id}),
+        "named": (
+            SearchScope(reader.id, tuple(everything)),
+            {mine.document_id, theirs.document_id},
+        ),
+        "corpus": (SearchScope(reader.id, corpus="elsewhere"), set()),
+        "type": (SearchScope(reader.id, doc_types=("txt", "document")), None),
+    }
+    for name, (scope, expected) in scopes.items():
+        admitted, listed = await both(scope)
+        assert listed == admitted, name
+        if expected is not None:
+            assert listed == expected, name
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": reader.id},
+        )
+    admitted, listed = await both(SearchScope(reader.id))
+    assert listed == admitted == {mine.document_id}
+
+
 async def test_a_big_first_load_runs_in_the_background_while_sql_answers(
     services, new_user, monkeypatch
 ):

@@ -274,7 +274,7 @@ async def keyword_search(
     the best candidates exactly, so cost no longer grows with how common a term is.
     """
     bm25 = bm25 or BM25Params()
-    visible, params = scope.visible_documents_sql()
+    visible, params = scope.listed_documents_sql("d.id")
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
     filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)

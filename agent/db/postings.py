@@ -71,12 +71,11 @@ async def library_state(
     The fingerprint is a digest of exactly which documents (and versions) the scope sees:
     any ingest, replace, delete, share or revoke changes it.
     """
-    visible, params = scope.visible_documents_sql()
+    listed, params = scope.listed_documents_sql(f"d.id, {_VERSION} AS version")
     ((fingerprint, terms),) = await fetch_rows(
         conn,
-        f"WITH visible AS ({visible}) SELECT "
-        f"(SELECT md5(coalesce(string_agg(d.id::text || ':' || {_VERSION}, ',' "
-        "ORDER BY d.id), '')) FROM documents d WHERE d.id IN (SELECT id FROM visible)), "
+        "SELECT (SELECT md5(coalesce(string_agg(v.id::text || ':' || v.version, ',' "
+        f"ORDER BY v.id), '')) FROM ({listed}) v), "
         "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
         "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY q(t, n))",
         {**params, "queries": list(queries)},
@@ -86,15 +85,11 @@ async def library_state(
 
 async def visible_documents(conn: AsyncConnection, scope: SearchScope) -> list[VisibleDocument]:
     """Every document the scope sees, with its version and BM25 totals."""
-    visible, params = scope.visible_documents_sql()
-    rows = await conn.execute(
-        text(
-            f"WITH visible AS ({visible}) SELECT d.id::text AS id, {_VERSION} AS version, "
-            "d.keyword_chunks AS chunks, d.keyword_tokens AS tokens FROM documents d "
-            "WHERE d.id IN (SELECT id FROM visible)"
-        ),
-        params,
+    listed, params = scope.listed_documents_sql(
+        f"d.id::text AS id, {_VERSION} AS version, d.keyword_chunks AS chunks, "
+        "d.keyword_tokens AS tokens"
     )
+    rows = await conn.execute(text(listed), params)
     return [VisibleDocument(r.id, r.version, int(r.chunks or 0), int(r.tokens or 0)) for r in rows]
 
 
