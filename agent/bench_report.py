@@ -306,7 +306,7 @@ def _retrieval_md(r: dict) -> list[str]:
         for f in r["latencies"]
     ]
     hybrid_p95 = next(f["p95_ms"] for f in r["latencies"] if f["operation"] == "hybrid")
-    return [
+    lines = [
         f"Corpus: {b['child_chunks']} child chunks in {b['documents']} documents, "
         f"{r['corpus']['target_chunks']} of them the searching user's, among "
         f"{r['corpus']['users']} users; {r['queries']} queries, k {r['k']}.",
@@ -335,14 +335,22 @@ def _retrieval_md(r: dict) -> list[str]:
         "Hybrid stages, p50 ms: "
         + ", ".join(f"{k} {v}" for k, v in r["hybrid_stages_p50_ms"].items())
         + ".",
-    ] + (
-        [
+    ]
+    if r.get("bm25_memory_load_s") is not None:
+        lines.append(
             f"In-memory BM25 copy: {r['bm25_memory_postings']} postings loaded in "
             f"{r['bm25_memory_load_s']} s (once per process; SQL scores meanwhile)."
-        ]
-        if r.get("bm25_memory_load_s") is not None
-        else []
-    )
+        )
+    if r.get("crowded_reads_p50_ms"):
+        reads = ", ".join(
+            f"{name} {t['as is']} -> {t['crowded']}"
+            for name, t in r["crowded_reads_p50_ms"].items()
+        )
+        lines.append(
+            f"Search reads, p50 ms, with {r['crowd_documents']} more documents of other "
+            f"users: {reads}."
+        )
+    return lines
 
 
 def _answers_md(r: dict) -> list[str]:

@@ -34,7 +34,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -45,7 +45,7 @@ from sqlalchemy.pool import NullPool
 
 from agent.benchmarks import QUICK_SUFFIX, SHARED_DATA, database_settings
 from agent.config import Settings
-from agent.db.chunks import BM25Params, dense_search, keyword_search
+from agent.db.chunks import BM25Params, dense_candidates, dense_search, keyword_search
 from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, vector_literal
 from agent.db.engine import ensure_embedding_store
 from agent.db.postings import library_state
@@ -265,7 +265,22 @@ class RetrievalFigures:
     bm25_memory_load_s: float | None = None
     """Loading the target user's postings into the in-memory BM25 copy (a cold process)."""
     bm25_memory_postings: int = 0
+    crowded_reads_p50_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Search reads (library state, dense, SQL BM25), p50 ms, as the corpus is (``as is``) and
+    with :data:`CROWD` more documents of other users (``crowded``, never committed): what
+    one user's search costs must not grow with everyone else's library."""
+    crowd_documents: int = 0
     notes: list[str] = field(default_factory=list)
+
+    def crowded_summary(self) -> str:
+        """The crowded reads in one line ('' when not measured)."""
+        if not self.crowded_reads_p50_ms:
+            return ""
+        reads = ", ".join(
+            f"{name} {t['as is']} -> {t['crowded']}"
+            for name, t in self.crowded_reads_p50_ms.items()
+        )
+        return f"search reads p50 ms, with {self.crowd_documents} more documents of others: {reads}"
 
     def latency(self, operation: str) -> LatencyFigures:
         """The figures of one operation."""
@@ -681,6 +696,63 @@ async def prewarm_search_relations(services: Services) -> int:
     return int(blocks) * 8192 // 2**20
 
 
+CROWD = 100_000
+"""Documents of other users added (in a transaction rolled back) for the crowded reads."""
+
+
+async def crowded_reads(
+    services: Services,
+    scope: SearchScope,
+    others: Sequence[uuid.UUID],
+    question: str,
+    vector: Sequence[float],
+    crowd: int = CROWD,
+    repeats: int = 30,
+) -> dict[str, dict[str, float]]:
+    """p50 ms of the search's reads before and after ``crowd`` empty documents are added
+    for ``others`` (one transaction, planner statistics refreshed, then rolled back and the
+    table vacuumed and analyzed again)."""
+    n = services.settings.candidates_per_retriever
+    bm25 = BM25Params.from_settings(services.settings)
+    out: dict[str, dict[str, float]] = {}
+    async with services.engine.connect() as conn:
+        reads = {
+            "state": lambda: library_state(conn, scope, [question]),
+            "dense": lambda: dense_candidates(conn, scope, vector, n),
+            "keyword_sql": lambda: keyword_search(conn, scope, question, n, bm25),
+        }
+
+        async def timed(label: str) -> None:
+            for name, read in reads.items():
+                await read()  # warm
+                took = []
+                for _ in range(repeats):
+                    t = time.perf_counter()
+                    await read()
+                    took.append(time.perf_counter() - t)
+                out.setdefault(name, {})[label] = round(float(np.median(took)) * 1000, 2)
+
+        await timed("as is")
+        await conn.execute(
+            text(
+                "INSERT INTO documents (id, user_id, title, file_type, doc_type, content_hash, "
+                "embedding_model) SELECT gen_random_uuid(), (CAST(:o AS uuid[]))[1 + g % :n], "
+                "'crowd', 'txt', 'document', md5('crowd' || g), 'none' "
+                "FROM generate_series(1, :crowd) g"
+            ),
+            {"o": list(others), "n": len(others), "crowd": crowd},
+        )
+        await conn.execute(text("ANALYZE documents"))
+        await timed("crowded")
+        await conn.rollback()
+    # the rolled-back rows stay in the table and its indexes until vacuumed, and ANALYZE
+    # wrote the row count in place, outside the transaction: clean both up
+    async with services.engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execute(text("VACUUM ANALYZE documents"))
+    return out
+
+
 async def bench_retrieval(
     services: Services,
     spec: CorpusSpec | None = None,
@@ -690,6 +762,7 @@ async def bench_retrieval(
     index_during_load: bool = True,
     warmup: int = 20,
     log: Log = _quiet,
+    crowd: int = CROWD,
 ) -> RetrievalFigures:
     """Build or reuse the corpus, then time every operation on the same ``queries`` questions.
 
@@ -797,6 +870,15 @@ async def bench_retrieval(
         timeouts += result.metrics.timed_out or bool(result.metrics.failures)
     clear_search_cache()
     load_after = list(os.getloadavg())
+    crowded = {}
+    if crowd:
+        log(f"timing the search's reads with {crowd} more documents of other users...")
+        users = await _corpus_users(services, spec)
+        others = [u for u in users.values() if u != target]
+        question = questions[0]
+        crowded = await crowded_reads(
+            services, scope, others, question, embedder.embed_query(question), crowd
+        )
 
     async with services.engine.connect() as conn:
         database = (await conn.execute(text("SELECT current_database()"))).scalar()
@@ -859,6 +941,8 @@ async def bench_retrieval(
         load_avg_after=[round(x, 2) for x in load_after],
         bm25_memory_load_s=memory_load_s,
         bm25_memory_postings=memory_postings,
+        crowded_reads_p50_ms=crowded,
+        crowd_documents=crowd,
         notes=[
             f"{len(QUESTIONS)} handwritten questions about the two books, cycled",
             "single client, queries one after another, warm database caches",

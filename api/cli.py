@@ -688,6 +688,8 @@ def bench_retrieval_command(
             f"in-memory BM25 copy: {figures.bm25_memory_postings} postings loaded in "
             f"{figures.bm25_memory_load_s} s (once per process; SQL scores meanwhile)"
         )
+    if figures.crowded_reads_p50_ms:
+        out.print(figures.crowded_summary())
     out.print(f"machine: {machine()}")
     out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
 

@@ -24,7 +24,7 @@ async def test_bench_retrieval_small_corpus(services):
         user_prefix=f"benchtest-{uuid.uuid4().hex[:6]}",
     )
     try:
-        figures = await bench_retrieval(services, spec, queries=20, warmup=2)
+        figures = await bench_retrieval(services, spec, queries=20, warmup=2, crowd=2000)
 
         assert figures.queries == 20
         assert [f.operation for f in figures.latencies] == list(OPERATIONS)
@@ -46,6 +46,22 @@ async def test_bench_retrieval_small_corpus(services):
         assert figures.hybrid_timeouts == 0
         assert {"embed", "dense", "keyword", "retrieve"} <= set(figures.hybrid_stages_p50_ms)
         assert figures.uses_hnsw == {"raw": True, "dense": True}
+        assert set(figures.crowded_reads_p50_ms) == {"state", "dense", "keyword_sql"}
+        for timed in figures.crowded_reads_p50_ms.values():
+            assert timed["as is"] > 0 and timed["crowded"] > 0
+        assert "2000 more documents" in figures.crowded_summary()
+        async with services.engine.connect() as conn:  # the crowd was never committed
+            crowd = await conn.execute(text("SELECT count(*) FROM documents WHERE title = 'crowd'"))
+            assert crowd.scalar() == 0
+            # nor left in the planner's row count (ANALYZE writes it outside transactions)
+            counted = await conn.execute(
+                text(
+                    "SELECT reltuples, (SELECT count(*) FROM documents) FROM pg_class "
+                    "WHERE relname = 'documents'"
+                )
+            )
+            estimated, rows = counted.one()
+            assert estimated == rows
         assert figures.build.child_chunks == 2000 + 9 * 200
         assert figures.build.documents == 20 + 9 * 2
         assert figures.build.parent_chunks == (2000 + 9 * 200) // 5

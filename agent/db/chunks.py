@@ -296,13 +296,26 @@ async def keyword_search(
     # to estimate the per-term LIMITs, would sort them (~2x slower than hashing). Not with a
     # filter: there it would then check each posting against a list of the visible documents
     # (measured 10x slower on SciFact) instead of hashing them.
-    unsorted = not exhaustive and not narrowed
-    if unsorted:
-        await conn.execute(text("SET LOCAL enable_sort = off"))
+    planner = {"plan_cache_mode": "force_custom_plan"}
+    if not exhaustive and not narrowed:
+        planner["enable_sort"] = "off"
+    # Custom plans only: psycopg prepares a statement run five times and Postgres may then
+    # plan it once for any parameters, blind to how common the terms are and how many
+    # documents are visible (26 -> 38 ms measured on the 100k-chunk benchmark).
+    await conn.execute(
+        text(
+            "SELECT set_config(s.name, s.value, true) "
+            "FROM unnest(CAST(:names AS text[]), CAST(:values AS text[])) s(name, value)"
+        ),
+        {"names": list(planner), "values": list(planner.values())},
+    )
     rows = await conn.execute(text(sql), params)
     hits = [ScoredChunkId(r.id, float(r.score)) for r in rows]
-    if unsorted:
-        await conn.execute(text("RESET enable_sort"))  # the caller's later queries plan as usual
+    # the caller's later queries in this transaction plan as usual
+    await conn.execute(
+        text("SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(:n)"),
+        {"n": list(planner)},
+    )
     return hits
 
 
