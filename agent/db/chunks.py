@@ -154,10 +154,10 @@ def _vector(sent: bytes) -> np.ndarray:
 # documents only, so scores are true BM25 for exactly what the user may read.
 _BM25_STATS = """
 stats AS (
-    SELECT coalesce(sum(d.keyword_chunks), 0)::float8 AS n,
-           greatest(coalesce(sum(d.keyword_tokens), 0)::float8
-                    / greatest(coalesce(sum(d.keyword_chunks), 0), 1), 1) AS avgdl
-    FROM documents d WHERE d.id IN (SELECT id FROM visible)),
+    SELECT coalesce(sum(v.keyword_chunks), 0)::float8 AS n,
+           greatest(coalesce(sum(v.keyword_tokens), 0)::float8
+                    / greatest(coalesce(sum(v.keyword_chunks), 0), 1), 1) AS avgdl
+    FROM visible v),
 q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
 idf AS (
     SELECT q.term, coalesce(sum(t.df), 0) AS df,
@@ -274,7 +274,8 @@ async def keyword_search(
     the best candidates exactly, so cost no longer grows with how common a term is.
     """
     bm25 = bm25 or BM25Params()
-    visible, params = scope.listed_documents_sql("d.id")
+    # the visible documents with their BM25 totals, listed once (no scan of other users')
+    visible, params = scope.listed_documents_sql("d.id, d.keyword_chunks, d.keyword_tokens")
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
     filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)
