@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from sqlalchemy import text
 
-from agent.db.chunks import ChunkRecord
+from agent.db.chunks import ChunkRecord, any_chunks
 from agent.db.read_pool import APPLICATION_NAME
 from agent.db.scope import SearchScope, window_start
 from agent.ingest.pipeline import ingest_bytes
@@ -284,6 +284,26 @@ async def test_cache_hits_until_the_library_changes(services, new_user):
     await delete_user_document(services, user.id, first_doc.document_id)
     after = await search(services, scope, "rye bread")
     assert not after.metrics.cache_hit and first_doc.document_id not in _ids(after)
+
+
+async def test_any_chunks_lists_the_newest_documents_in_reading_order(services, new_user):
+    user = await new_user("any-chunks")
+    long = " ".join(f"Paragraph {i}. " + BAKERY * 12 + "\n\n" for i in range(12))
+    for body in (long, ORCHARD, long):
+        await _doc(services, user, body)
+    scope = SearchScope(user_id=user.id)
+    async with services.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.user_id = :u ORDER BY d.created_at DESC, d.id, c.chunk_index"
+            ),
+            {"u": user.id},
+        )
+        expected = [r.id for r in rows]
+        assert len(expected) > 10  # the long documents span several chunks
+        for k in (1, 5, len(expected) + 3):
+            assert await any_chunks(conn, scope, k) == expected[:k]
 
 
 async def test_a_slow_retriever_times_out_and_the_other_answers(services, new_user, monkeypatch):

@@ -368,14 +368,18 @@ async def fetch_chunks(
 
 async def any_chunks(conn: Connection, scope: SearchScope, k: int) -> list[uuid.UUID]:
     """Some visible chunks, embedded or not: newest documents first, in reading order
-    (the last fallback layer, when no search finds anything)."""
-    visible, params = scope.visible_documents_sql()
+    (the last fallback layer, when no search finds anything).
+
+    Only the ``k`` newest documents can hold the first ``k`` chunks, so only their chunks
+    are read (from the (document, chunk_index) index), never the whole library's.
+    """
+    listed, params = scope.listed_documents_sql("d.id, d.created_at")
     rows = await fetch_rows(
         conn,
-        f"WITH visible AS ({visible}) "
-        "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
-        "WHERE c.document_id IN (SELECT id FROM visible) "
-        "ORDER BY d.created_at DESC, c.chunk_index LIMIT :k",
+        f"SELECT c.id FROM (SELECT * FROM ({listed}) v ORDER BY v.created_at DESC, v.id "
+        "LIMIT :k) d CROSS JOIN LATERAL (SELECT c.id, c.chunk_index FROM child_chunks c "
+        "WHERE c.document_id = d.id ORDER BY c.chunk_index LIMIT :k) c "
+        "ORDER BY d.created_at DESC, d.id, c.chunk_index LIMIT :k",
         {**params, "k": k},
     )
     return [row[0] for row in rows]
