@@ -184,23 +184,21 @@ class _Reads:
         self._started: list[asyncio.Future] = []
 
     async def read(self, fn: Read[T]) -> T:
-        """``fn(connection)`` on a connection of this search."""
-        conn = await self._take()
-        try:
-            result = await fn(conn)
-        except BaseException as exc:
-            await self._drop(conn)
-            if not is_dead_connection(exc, conn):
-                raise
-            await self._pool.drop_dead()
+        """``fn(connection)`` on a connection of this search (once more on a fresh one if
+        the server had closed it)."""
+        for attempt in (1, 2):
             conn = await self._take()
             try:
                 result = await fn(conn)
-            except BaseException:
+            except BaseException as exc:
                 await self._drop(conn)
-                raise
-        self._free.append(conn)
-        return result
+                if attempt == 2 or not is_dead_connection(exc, conn):
+                    raise
+                await self._pool.drop_dead()
+                continue
+            self._free.append(conn)
+            return result
+        raise AssertionError("unreachable")
 
     async def _take(self) -> psycopg.AsyncConnection:
         if self._free:
