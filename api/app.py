@@ -43,6 +43,7 @@ async def lifespan(app: FastAPI):
     await stop_ingest_jobs()
     await close_checkpointer()
     await stop_summary_worker()
+    await services.read_pool.close()  # reopens on next use (tests share the services)
 
 
 app = FastAPI(
