@@ -341,15 +341,11 @@ def _retrieval_md(r: dict) -> list[str]:
             f"In-memory BM25 copy: {r['bm25_memory_postings']} postings loaded in "
             f"{r['bm25_memory_load_s']} s (once per process; SQL scores meanwhile)."
         )
-    if r.get("crowded_reads_p50_ms"):
-        reads = ", ".join(
-            f"{name} {t['as is']} -> {t['crowded']}"
-            for name, t in r["crowded_reads_p50_ms"].items()
-        )
-        lines.append(
-            f"Search reads, p50 ms, with {r['crowd_documents']} more documents of other "
-            f"users: {reads}."
-        )
+    from agent.bench_retrieval import crowded_summary  # imported late like the bench itself
+
+    crowded = crowded_summary(r.get("crowded_reads_p50_ms", {}), r.get("crowd_documents", 0))
+    if crowded:
+        lines.append(crowded[0].upper() + crowded[1:] + ".")
     return lines
 
 

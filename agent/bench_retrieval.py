@@ -274,17 +274,20 @@ class RetrievalFigures:
 
     def crowded_summary(self) -> str:
         """The crowded reads in one line ('' when not measured)."""
-        if not self.crowded_reads_p50_ms:
-            return ""
-        reads = ", ".join(
-            f"{name} {t['as is']} -> {t['crowded']}"
-            for name, t in self.crowded_reads_p50_ms.items()
-        )
-        return f"search reads p50 ms, with {self.crowd_documents} more documents of others: {reads}"
+        return crowded_summary(self.crowded_reads_p50_ms, self.crowd_documents)
 
     def latency(self, operation: str) -> LatencyFigures:
         """The figures of one operation."""
         return next(f for f in self.latencies if f.operation == operation)
+
+
+def crowded_summary(reads: dict[str, dict[str, float]], crowd: int) -> str:
+    """:attr:`RetrievalFigures.crowded_reads_p50_ms` in one line ('' when not measured);
+    also for the stored JSON (the bench report)."""
+    if not reads:
+        return ""
+    each = ", ".join(f"{name} {t['as is']} -> {t['crowded']}" for name, t in reads.items())
+    return f"search reads p50 ms, with {crowd} more documents of other users: {each}"
 
 
 Log = Callable[[str], None]

@@ -3,8 +3,9 @@
 A search makes a handful of small reads. Through SQLAlchemy's pool each checkout cost a
 pre-ping round trip and two isolation-level switches (~0.35 ms of CPU, measured), as much
 as a read itself; this pool hands out a connection already in autocommit in ~0.01 ms.
-Connections are not pinged on checkout: a read that finds its connection dead
-(:meth:`ReadPool.read`) has the pool check its idle connections and runs once more.
+Connections are not pinged on checkout: a search read that finds its connection dead
+(``_Reads.read`` in :mod:`agent.retrieval.search`) has the pool drop its dead connections
+(:meth:`ReadPool.drop_dead`) and runs once more.
 """
 
 from __future__ import annotations
@@ -73,15 +74,6 @@ class ReadPool:
         ``pg_terminate_backend``)."""
         if self._pool is not None:
             await self._pool.check()
-
-    @contextlib.asynccontextmanager
-    async def connection(self):
-        """A connection for the block, given back after it."""
-        conn = await self.checkout()
-        try:
-            yield conn
-        finally:
-            await self.give_back(conn)
 
     def stats(self) -> dict[str, int]:
         """psycopg_pool's counters (``pool_size``, ``pool_available``...), empty if unopened."""
