@@ -1,4 +1,5 @@
-"""Saving a finished turn: both messages with their fields, and the usage counters."""
+"""Saving a finished turn (both messages with their fields, and the usage counters), or
+the question alone when its answer was lost."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ async def save_turn(
         )
         await chats.record_usage(conn, user_id, chat_messages=1, tokens=answer.tokens_used)
     return ids
+
+
+async def save_question(
+    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, question: str
+) -> uuid.UUID:
+    """Store a question whose answer could not be produced (the model was lost), so the chat
+    keeps it; nothing is counted against the monthly limit."""
+    async with services.engine.begin() as conn:
+        await chats.ensure_chat(conn, user_id, chat_id, title=question[:80])
+        ids = await chats.add_messages(
+            conn, user_id, chat_id, [NewMessage(role="user", content=question)]
+        )
+    return ids[0]
 
 
 async def over_monthly_limit(services: Services, user_id: uuid.UUID) -> bool:

@@ -90,6 +90,18 @@ class Settings(BaseSettings):
     local_chat_max_tokens: int = 384
     local_chat_seed: int = Field(default=42, description="Sampling seed per call (-1: random).")
     local_chat_file: str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    local_chat_n_batch: int = 512
+    local_model_url: str | None = Field(
+        default=None,
+        description="URL of a running local model server (agent.model_server.process or any "
+        "OpenAI-compatible llama.cpp server). Unset: Quire starts and supervises its own.",
+    )
+    local_model_port: int = Field(
+        default=0, ge=0, description="Port of the local model server Quire starts (0: any free)."
+    )
+    local_model_start_timeout_seconds: float = Field(
+        default=180.0, gt=0, description="How long the local model may take to load and answer."
+    )
     temperature_specific: float = 0.7  # Path A
     temperature_summary: float = 0.4  # Path B
     temperature_reasoning: float = 0.5  # Path C

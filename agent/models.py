@@ -2,7 +2,8 @@
 
 ``QUIRE_CHAT_MODEL`` / ``QUIRE_REASONING_MODEL`` / ``QUIRE_EMBEDDING_MODEL`` take:
 
-* ``local`` (default): the packaged offline models (see :mod:`agent.local_models`);
+* ``local`` (default): the packaged offline models (see :mod:`agent.local_models`); the chat
+  model runs in its own process (:mod:`agent.model_server`);
 * ``extractive``: a deterministic, LLM-free answerer for plumbing tests and load runs;
 * ``openai:<model>`` or any ``init_chat_model`` provider string; ``OPENAI_BASE_URL`` points
   the OpenAI client at vLLM, Ollama, a llama.cpp server or any compatible API.
@@ -64,23 +65,16 @@ def model_label(spec: str) -> str:
 
 
 def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
-    """The chat model named by ``spec`` at ``temperature`` (instances are cached)."""
+    """The chat model named by ``spec`` at ``temperature`` (instances are cached).
+
+    ``local`` is the packaged model in its own supervised process (started on first use, see
+    :mod:`agent.model_server`); when it cannot start, the extractive answerer stands in and
+    every answer begins with a notice saying why.
+    """
+    if spec == "local":
+        return _local_chat_model(settings, temperature)
 
     def build() -> BaseChatModel:
-        if spec == "local":
-            from agent.local_models import LocalChatModel, ensure_chat_model_file
-
-            path = ensure_chat_model_file(settings.model_cache_dir, settings.local_chat_file)
-            return LocalChatModel(
-                model_path=str(path),
-                n_ctx=settings.local_chat_n_ctx,
-                n_threads=settings.local_chat_threads,
-                n_batch=512,
-                max_tokens=settings.local_chat_max_tokens,
-                temperature=temperature,
-                seed=settings.local_chat_seed,
-                verbose=False,
-            )
         if spec == "extractive":
             return ExtractiveChatModel(assistant_name=settings.assistant_name)
         from langchain.chat_models import init_chat_model
@@ -92,8 +86,39 @@ def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatMod
     return _cached(("chat", spec, temperature, settings.chat_timeout_seconds), build)
 
 
+def _local_chat_model(settings: Settings, temperature: float) -> BaseChatModel:
+    from agent.local_models import CHAT_LABEL
+    from agent.model_server.client import local_chat_client
+    from agent.model_server.endpoint import local_model
+
+    found = local_model(settings)
+    if found.url is None:
+        notice = LOCAL_MODEL_NOTICE.format(reason=(found.failure or "").splitlines()[0])
+        return _cached(
+            ("chat", "fallback", notice),
+            lambda: ExtractiveChatModel(assistant_name=settings.assistant_name, notice=notice),
+        )
+    return _cached(
+        ("chat", "local", found.url, temperature, settings.chat_timeout_seconds),
+        lambda: local_chat_client(
+            found.url,
+            label=CHAT_LABEL,
+            temperature=temperature,
+            max_tokens=settings.local_chat_max_tokens,
+            seed=settings.local_chat_seed,
+            timeout=settings.chat_timeout_seconds,
+        ),
+    )
+
+
+LOCAL_MODEL_NOTICE = (
+    "Note: the local model is not available ({reason}), so this answer quotes your documents "
+    "directly. Run `quire init` to see what failed."
+)
+
+
 async def achat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
-    """:func:`chat_model` off the event loop (the first local load reads a 1 GB file)."""
+    """:func:`chat_model` off the event loop (the first local call starts the model)."""
     return await asyncio.to_thread(chat_model, spec, settings, temperature)
 
 
@@ -157,12 +182,18 @@ class ExtractiveChatModel(BaseChatModel):
     """
 
     assistant_name: str = "Quire"
+    notice: str = ""
+    """Put before every answer (the local model could not start, say)."""
 
     @property
     def _llm_type(self) -> str:
         return "quire-extractive"
 
     def _answer(self, messages: list[BaseMessage]) -> str:
+        text = self._extract(messages)
+        return f"{self.notice}\n\n{text}" if self.notice else text
+
+    def _extract(self, messages: list[BaseMessage]) -> str:
         prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
         prompt = prompt if isinstance(prompt, str) else str(prompt)
         material, question = _split_request(prompt)

@@ -23,6 +23,7 @@ from agent.chat_records import discard_empty_chat, title_untitled_chat
 from agent.checkpoint import open_checkpointer
 from agent.db.chats import ChatOwnershipError
 from agent.db.users import User
+from agent.model_server.endpoint import ModelUnavailable
 from agent.services import Services
 from api.errors import ApiError
 from graphs.context import Context
@@ -170,7 +171,7 @@ async def _discard(services: Services, turn: Turn) -> None:
 
 async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
     """``("token", text)`` as the answer streams, then ``("answer", body)``; raises
-    :class:`ApiError` (404, 429, 502, 504) when the turn cannot be answered."""
+    :class:`ApiError` (404, 429, 502, 503, 504) when the turn cannot be answered."""
     tokens = _TokenText()
     state: dict = {}
     try:
@@ -182,6 +183,9 @@ async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, ob
                 state = payload  # type: ignore[assignment]
     except ChatOwnershipError:
         raise ApiError(404, "not_found", "No such chat.") from None
+    except ModelUnavailable as exc:  # the graph saved the question before it stopped
+        log.warning("chat turn lost its model (user %s, chat %s)", turn.user.id, turn.chat_id)
+        raise ApiError(503, "model_unavailable", str(exc)) from None
     except TurnTimedOut:
         seconds = services.settings.chat_timeout_seconds
         log.warning("chat turn timed out after %s s (user %s)", seconds, turn.user.id)
@@ -212,7 +216,8 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
     """Run one turn: ``token`` events, then ``citations``, ``route``, ``usage``, ``done``.
 
     Raises :class:`ApiError`: 404 for a chat that is not the user's, 429 when the monthly
-    limit is reached, 502 ``answer_failed`` when the model (or anything else) fails before
+    limit is reached, 503 ``model_unavailable`` when the local model process dies or cannot
+    be reached (the question is saved; the process is restarted), 502 ``answer_failed`` when the model (or anything else) fails before
     the turn is saved (the graph saves it in one transaction in its last node), 504
     ``model_timeout`` when it has no answer within ``settings.chat_timeout_seconds``.
     """

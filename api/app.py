@@ -22,14 +22,17 @@ logger = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Start the background workers (summaries, ingest jobs) and the chat checkpointer with
-    the server; stop them on shutdown."""
+    """Start the background workers (summaries, ingest jobs), the local model's process and
+    the chat checkpointer with the server; stop them on shutdown (the model process stops
+    when this process exits)."""
     from agent.checkpoint import close_checkpointer, open_checkpointer
     from agent.jobs import recover_ingest_jobs, stop_ingest_jobs
+    from agent.model_server.endpoint import start_in_background
     from agent.services import get_services
     from agent.summary_worker import start_summary_worker, stop_summary_worker
 
     services = await get_services()
+    start_in_background(services.settings)  # the local model loads while the server starts
     try:
         start_summary_worker(services)
     except Exception:  # the API still serves; summaries wait for `quire summarize`

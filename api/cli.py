@@ -54,6 +54,7 @@ def _progress_bar(disable: bool = False) -> Progress:
 def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
     """Open the services, run ``work(services)``, close them; turn known errors into lines."""
     from agent.db.engine import EmbeddingMismatchError
+    from agent.model_server.endpoint import ModelUnavailable
     from agent.services import close_services, get_services
 
     async def main():
@@ -67,6 +68,9 @@ def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
     except EmbeddingMismatchError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+    except ModelUnavailable as exc:
+        err.print(f"[red]error:[/red] model_unavailable: {exc}", highlight=False)
+        raise typer.Exit(1) from None
     except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
         raise
     except Exception as exc:  # a model or database failure: one line, the trace on request
@@ -82,22 +86,37 @@ def _run(work: Callable[[Any], Awaitable[Any]]) -> Any:
 
 @app.command()
 def init() -> None:
-    """Prepare the data folder: start the database, migrate it, assemble the local model."""
-    from agent.models import chat_model
-
-    def prepare(services):
-        settings = services.settings
-        if settings.chat_model == "local":
-            chat_model("local", settings, settings.temperature_specific)
-        return settings
+    """Prepare the data folder: start the database, migrate it, assemble the local model and
+    check that it answers (one token, in a child process)."""
 
     async def work(services):
-        settings = await asyncio.to_thread(prepare, services)
+        settings = services.settings
         out.print(f"data folder: {settings.data_dir}")
         out.print(f"database:    {'external' if settings.database_url else 'embedded'} (ready)")
         out.print(f"chat model:  {settings.chat_model}; embeddings: {services.embeddings.name}")
+        if "local" in (settings.chat_model, settings.reasoning_model):
+            await asyncio.to_thread(_check_local_model, settings)
 
     _run(work)
+
+
+def _check_local_model(settings) -> None:
+    """Print whether the local model answers, and what to do when it does not."""
+    if settings.local_model_url:
+        out.print(f"local model: {settings.local_model_url} (QUIRE_LOCAL_MODEL_URL)")
+        return
+    from agent.model_server.doctor import check_local_model
+
+    check = check_local_model(settings)
+    if check.ok:
+        out.print(
+            f"local model: ready, first token in {check.seconds:.1f} s; llama.cpp {check.build}"
+        )
+        return
+    err.print(f"[red]local model: not working[/red] (llama.cpp {check.build})", highlight=False)
+    err.print(f"  what failed: {check.failure}", highlight=False, markup=False)
+    for line in check.advice:
+        err.print(f"  - {line}", highlight=False, markup=False)
 
 
 @users_app.command("add")
@@ -1154,8 +1173,18 @@ def serve(
     ] = 1,
 ) -> None:
     """Serve the HTTP API and the page with uvicorn (``langgraph dev`` serves them with the
-    graphs). Several workers share one Postgres: no process holds state another could miss."""
+    graphs). Several workers share one Postgres: no process holds state another could miss,
+    and one local model process, which this command starts and restarts when it dies."""
     import uvicorn
+
+    from agent.config import get_settings
+    from agent.model_server.endpoint import local_model, uses_local_model
+
+    settings = get_settings()
+    if workers > 1 and uses_local_model(settings):
+        found = local_model(settings)  # the workers find it through the data folder
+        if found.url is None:
+            err.print(f"[yellow]local model not available:[/yellow] {found.failure}")
 
     uvicorn.run("api.app:app", host=host, port=port, workers=workers)
 

@@ -19,6 +19,7 @@ Nodes are thin: each calls into ``agent`` and returns a partial state update.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import uuid
 from typing import Literal
@@ -43,7 +44,7 @@ from agent.answering import (
     with_persona,
 )
 from agent.books import UnknownBook, only_book, resolve_book
-from agent.chat_log import open_chat, over_monthly_limit, save_turn
+from agent.chat_log import open_chat, over_monthly_limit, save_question, save_turn
 from agent.corrections import corrections_prompt, relevant_corrections
 from agent.db.scope import SearchScope
 from agent.memory import (
@@ -54,6 +55,7 @@ from agent.memory import (
     standalone_question,
     update_summary,
 )
+from agent.model_server.endpoint import ModelUnavailable
 from agent.models import achat_model, model_label
 from agent.overview import overview_prompt
 from agent.question_lookup import (
@@ -694,6 +696,42 @@ async def wait_for_background(timeout: float | None = None) -> int:
     return len(pending)
 
 
+def _keeps_question(node):
+    """``node``, saving the turn's question before a lost model ends the turn (the chat keeps
+    what the user asked; the caller reports ``model_unavailable``)."""
+
+    @functools.wraps(node)
+    async def run(state: ChatState, runtime: Runtime[Context]) -> dict:
+        try:
+            return await node(state, runtime)
+        except ModelUnavailable:
+            services = await get_services()
+            await save_question(
+                services,
+                uuid.UUID(state["user_id"]),
+                uuid.UUID(state["chat_id"]),
+                state["question"],
+            )
+            raise
+
+    return run
+
+
+MODEL_NODES = frozenset(
+    {
+        "general",
+        "overview",
+        "web_search",
+        "retrieve",
+        "decide",
+        "call_tool",
+        "generate",
+        "not_covered",
+    }
+)
+"""Nodes that call the chat model (after ``route`` has named the user and the chat)."""
+
+
 def build_graph():
     """The uncompiled chat graph (compile with or without a checkpointer)."""
     builder = StateGraph(
@@ -713,7 +751,8 @@ def build_graph():
         not_covered,
         save,
     ):
-        builder.add_node(node.__name__, node)
+        name = node.__name__
+        builder.add_node(name, _keeps_question(node) if name in MODEL_NODES else node)
     builder.add_edge(START, "route")
     builder.add_conditional_edges("route", pick_path)
     builder.add_conditional_edges("overview", after_overview)

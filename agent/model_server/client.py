@@ -1,0 +1,153 @@
+"""The app's side of the local model: an OpenAI-compatible chat client and the rerank call.
+
+:class:`LocalServerChat` is LangChain's ``ChatOpenAI`` pointed at the model process, so the
+local model is reached exactly like a hosted OpenAI-compatible one. It adds one thing: a
+call that cannot reach the process, or loses it mid-stream, raises
+:class:`~agent.model_server.endpoint.ModelUnavailable` (the API answers 503
+``model_unavailable``) and makes the next call look for the server again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import httpx
+import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_openai import ChatOpenAI
+
+from agent.model_server import LIKELIHOOD_PATH
+from agent.model_server.endpoint import ModelUnavailable, forget
+
+UNAVAILABLE = (
+    "The local model stopped while answering; it is being restarted. Your question was "
+    "saved: ask again in a moment."
+)
+
+# what a dead or restarting model process looks like from here (a timeout is not one)
+_LOST = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError)
+
+
+def _lost(exc: BaseException) -> bool:
+    return isinstance(exc, _LOST) and not isinstance(
+        exc, openai.APITimeoutError | httpx.TimeoutException
+    )
+
+
+class LocalServerChat(ChatOpenAI):
+    """``ChatOpenAI`` on Quire's local model process (see the module docstring)."""
+
+    server_url: str
+    """The server's root URL (the OpenAI API is under ``/v1``)."""
+
+    def _unavailable(self, exc: BaseException) -> ModelUnavailable:
+        forget(self.server_url)
+        return ModelUnavailable(UNAVAILABLE)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        try:
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        except Exception as exc:
+            if _lost(exc):
+                raise self._unavailable(exc) from exc
+            raise
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        try:
+            return await super()._agenerate(messages, stop, run_manager, **kwargs)
+        except Exception as exc:
+            if _lost(exc):
+                raise self._unavailable(exc) from exc
+            raise
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        try:
+            yield from super()._stream(messages, stop, run_manager, **kwargs)
+        except Exception as exc:
+            if _lost(exc):
+                raise self._unavailable(exc) from exc
+            raise
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        try:
+            async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+                yield chunk
+        except Exception as exc:
+            if _lost(exc):
+                raise self._unavailable(exc) from exc
+            raise
+
+
+def local_chat_client(
+    url: str, *, label: str, temperature: float, max_tokens: int, seed: int, timeout: float
+) -> LocalServerChat:
+    """The chat client for the local model server at ``url``."""
+    return LocalServerChat(
+        server_url=url,
+        base_url=f"{url}/v1",
+        api_key="local",
+        model=label,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=None if seed == -1 else seed,
+        timeout=timeout,
+        max_retries=0,  # a lost stream cannot be resumed: the turn reports it instead
+        stream_usage=True,
+    )
+
+
+async def likelihood_scores(
+    model: LocalServerChat, question: str, passages: Sequence[str], passage_chars: int
+) -> list[float]:
+    """Query-likelihood relevance 0..1 of each passage, computed in the model process
+    (:func:`agent.model_server.scoring.likelihood_scores_sync`). Cancelling the call
+    disconnects, which stops the scoring between passages."""
+    if not passages:
+        return []
+    try:
+        async with httpx.AsyncClient(timeout=model.request_timeout) as client:
+            reply = await client.post(
+                f"{model.server_url}{LIKELIHOOD_PATH}",
+                json={
+                    "question": question,
+                    "passages": list(passages),
+                    "passage_chars": passage_chars,
+                },
+            )
+            reply.raise_for_status()
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code >= 500:
+            raise model._unavailable(exc) from exc
+        raise
+    except httpx.TransportError as exc:
+        if isinstance(exc, httpx.TimeoutException):
+            raise
+        raise model._unavailable(exc) from exc
+    return [float(s) for s in reply.json()["scores"]]

@@ -1,0 +1,121 @@
+"""Start-up check of the local model: is llama.cpp the portable build, and does it answer?
+
+:func:`check_local_model` starts the model process on its own port, waits for its first
+token (in that child process, so a crash there cannot take the caller down), and says what
+failed and what to do. ``quire init`` (and so ``make run`` and ``make serve``) runs it before
+reporting ready.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.config import Settings
+
+NATIVE_ONLY = ("AVX512", "AMX", "AVX_VNNI")
+"""Kernels a portable x86-64 build leaves out (not every CPU has them; AMX crashed on one)."""
+
+
+def build_features(python: str = sys.executable) -> dict[str, bool]:
+    """The CPU features the installed llama.cpp was compiled with (``AVX2``: on), read in a
+    child process."""
+    code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
+    try:
+        info = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_features(info)
+
+
+def parse_features(system_info: str) -> dict[str, bool]:
+    """``{"AVX2": True, ...}`` from ``llama_print_system_info()``'s ``NAME = 1 |`` text."""
+    return {name: value == "1" for name, value in re.findall(r"(\w+) = (\d)", system_info)}
+
+
+def is_portable(features: dict[str, bool]) -> bool:
+    """Built for any x86-64 CPU with AVX2: AVX2, FMA and F16C on, no AVX-512, AMX or VNNI."""
+    wanted = all(features.get(name) for name in ("AVX2", "FMA", "F16C"))
+    native = any(on for name, on in features.items() if name.startswith(NATIVE_ONLY))
+    return wanted and not native
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """This CPU's feature flags (empty where ``/proc/cpuinfo`` is not readable)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+@dataclass
+class ModelCheck:
+    """What the start-up check found."""
+
+    ok: bool
+    seconds: float
+    features: dict[str, bool]
+    failure: str | None = None
+    advice: list[str] = field(default_factory=list)
+
+    @property
+    def build(self) -> str:
+        """``portable (AVX2)`` or ``native (AVX512, AMX_INT8)``: what llama.cpp was built for."""
+        if is_portable(self.features):
+            return "portable (AVX2)"
+        extra = sorted(n for n, on in self.features.items() if on and n.startswith(NATIVE_ONLY))
+        return f"not portable ({', '.join(extra) or 'no AVX2'})"
+
+
+def advice_for(features: dict[str, bool], flags: set[str], log_path: Path) -> list[str]:
+    """What to do about a local model that does not answer."""
+    advice = []
+    if features and not is_portable(features):
+        advice.append(
+            "llama.cpp was built for a particular CPU, not the portable AVX2 build: rebuild it "
+            "with `make clean && make install` (scripts/install-llama-cpp.sh)."
+        )
+    if flags and "avx2" not in flags:
+        advice.append(
+            "This CPU has no AVX2, which the local model needs: run the model on another "
+            "machine (QUIRE_LOCAL_MODEL_URL) or use a hosted one (QUIRE_CHAT_MODEL=openai:"
+            "gpt-4o-mini with OPENAI_API_KEY)."
+        )
+    advice.append(f"The model process's output is in {log_path}.")
+    advice.append(
+        "Until this is fixed, chat answers by quoting your documents (the extractive "
+        "answerer), with a notice on each answer."
+    )
+    return advice
+
+
+def check_local_model(settings: Settings) -> ModelCheck:
+    """Start the local model in a child process, wait for one token, and stop it."""
+    from agent.model_server.endpoint import new_supervisor
+    from agent.model_server.supervisor import free_port
+
+    features = build_features()
+    started = time.monotonic()
+    supervisor = new_supervisor(settings, port=free_port())  # beside any running one
+    supervisor.start_attempts = 1
+    supervisor.start()
+    try:
+        ok = supervisor.wait_ready(settings.local_model_start_timeout_seconds + 5)
+        failure = None if ok else (supervisor.failure or "the local model did not start")
+    finally:
+        supervisor.stop()
+    seconds = time.monotonic() - started
+    if ok:
+        return ModelCheck(True, seconds, features)
+    return ModelCheck(
+        False, seconds, features, failure, advice_for(features, cpu_flags(), supervisor.log_path)
+    )

@@ -1,0 +1,188 @@
+"""The local model process: llama-cpp-python's OpenAI-compatible server plus two routes.
+
+Run as ``python -m agent.model_server.process --model FILE --port P`` by the supervisor
+(:mod:`agent.model_server.supervisor`), never imported by the app. It serves:
+
+* ``/v1/chat/completions`` and the rest of llama-cpp-python's OpenAI API, with one change:
+  a streamed completion ends with a ``usage`` chunk (``stream_options.include_usage`` in
+  OpenAI's API), so streamed turns still count their tokens;
+* ``GET /quire/health``: answers without waiting for a generation in progress (llama-cpp's
+  own routes queue behind the model's lock), with the build's CPU features;
+* ``POST /quire/likelihood``: query-likelihood rerank scores
+  (:mod:`agent.model_server.scoring`), which need the model's logits at every position.
+
+Requests queue for the model one at a time (``interrupt_requests=False``: a new request
+never cuts off the one streaming), and a client that disconnects stops its generation.
+The KV cache stays in this process between requests, so a follow-up sharing a prompt prefix
+only reads its new tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import functools
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from agent.model_server import HEALTH_PATH, LIKELIHOOD_PATH
+
+
+class LikelihoodRequest(BaseModel):
+    """Passages to score against one question."""
+
+    question: str
+    passages: list[str] = Field(max_length=200)
+    passage_chars: int = Field(default=500, ge=1)
+
+
+def _with_stream_usage(create_chat_completion):
+    """``Llama.create_chat_completion`` whose streams end with a ``usage`` chunk."""
+
+    @functools.wraps(create_chat_completion)
+    def wrapper(self, *args: Any, **kwargs: Any):
+        result = create_chat_completion(self, *args, **kwargs)
+        if not kwargs.get("stream"):
+            return result
+        return _counted(self, result)
+
+    return wrapper
+
+
+def _counted(llama, chunks: Iterator[dict]) -> Iterator[dict]:
+    written, last = 0, None
+    for chunk in chunks:
+        last = chunk
+        if any((c.get("delta") or {}).get("content") for c in chunk.get("choices", [])):
+            written += 1  # llama-cpp streams one token a chunk
+        yield chunk
+    if last is None:
+        return
+    # the context after the turn holds the prompt and the reply
+    read = max(int(llama.n_tokens) - written, 0)
+    yield {
+        "id": last.get("id"),
+        "object": "chat.completion.chunk",
+        "created": last.get("created", int(time.time())),
+        "model": last.get("model"),
+        "choices": [],
+        "usage": {
+            "prompt_tokens": read,
+            "completion_tokens": written,
+            "total_tokens": read + written,
+        },
+    }
+
+
+def build_app(
+    model: str, alias: str, *, n_ctx: int, n_threads: int, n_batch: int, host: str, port: int
+):
+    """llama-cpp-python's server app for ``model`` with Quire's routes added (loads it)."""
+    import llama_cpp
+    from llama_cpp.server.app import create_app, get_llama_proxy
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    from agent.model_server.scoring import likelihood_scores_sync
+
+    if not getattr(llama_cpp.Llama.create_chat_completion, "__wrapped__", None):
+        llama_cpp.Llama.create_chat_completion = _with_stream_usage(
+            llama_cpp.Llama.create_chat_completion
+        )
+    model_settings = ModelSettings(
+        model=model,
+        model_alias=alias,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+        n_threads_batch=n_threads,
+        n_batch=n_batch,
+        verbose=False,
+    )
+    server_settings = ServerSettings(host=host, port=port, interrupt_requests=False)
+    app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    router = APIRouter()
+    system_info = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
+
+    @router.get(HEALTH_PATH)
+    async def health() -> dict:
+        return {"status": "ok", "pid": os.getpid(), "model": alias, "system_info": system_info}
+
+    @router.post(LIKELIHOOD_PATH)
+    async def likelihood(body: LikelihoodRequest, request: Request) -> dict:
+        cancel = threading.Event()
+
+        async def watch() -> None:  # an abandoned search stops between passages
+            while not await request.is_disconnected():
+                await asyncio.sleep(0.1)
+            cancel.set()
+
+        async with contextlib.asynccontextmanager(get_llama_proxy)() as proxy:
+            watcher = asyncio.create_task(watch())
+            try:
+                scores = await run_in_threadpool(
+                    likelihood_scores_sync,
+                    proxy(alias),
+                    body.question,
+                    body.passages,
+                    body.passage_chars,
+                    cancel=cancel,
+                )
+            finally:
+                watcher.cancel()
+        return {"scores": scores}
+
+    app.include_router(router)
+    return app
+
+
+def _die_with_parent() -> None:
+    """End with the supervising thread that started this process (Linux), even when it is
+    killed without a chance to stop us."""
+    parent = int(os.environ.get("QUIRE_MODEL_PARENT_PID") or 0)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Load the model and serve it until terminated."""
+    import uvicorn
+
+    _die_with_parent()
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="GGUF file")
+    parser.add_argument("--alias", default="local")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--n-batch", type=int, default=512)
+    args = parser.parse_args(argv)
+    app = build_app(
+        args.model,
+        args.alias,
+        n_ctx=args.n_ctx,
+        n_threads=args.n_threads,
+        n_batch=args.n_batch,
+        host=args.host,
+        port=args.port,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
