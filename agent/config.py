@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -98,6 +99,11 @@ class Settings(BaseSettings):
     )
     local_model_port: int = Field(
         default=0, ge=0, description="Port of the local model server Quire starts (0: any free)."
+    )
+    local_model_kernels: Literal["auto", "avx512", "portable"] = Field(
+        default="auto",
+        description="llama.cpp build of the model process: 'auto' tries the AVX-512 build on "
+        "CPUs that have it and keeps it only once it has answered; 'portable': AVX2 only.",
     )
     local_model_start_timeout_seconds: float = Field(
         default=180.0, gt=0, description="How long the local model may take to load and answer."

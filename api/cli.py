@@ -794,6 +794,44 @@ def bench_answers_command(
     out.print(f"written: {written}")
 
 
+@bench_app.command("model")
+def bench_model_command(
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds per mode (cold + follow-up).")] = 3,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(help="LABEL=FOLDER: another llama_cpp build to time beside the installed."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """llama.cpp prompt/writing tokens/s per build, and time to first token in-process
+    against the supervised model process (one run)."""
+    from agent.bench_model import run_model_bench
+    from agent.benchmarks import machine, write_results
+    from agent.config import get_settings
+
+    settings = get_settings()
+    pairs = dict(item.split("=", 1) for item in compare or [])
+    figures = asyncio.run(run_model_bench(settings, rounds, pairs))
+    payload = figures.as_json()
+    written = write_results("model", payload, settings.data_dir / "bench")
+    if as_json:
+        print(json.dumps({"machine": machine(), "results": payload, "written": str(written)}))
+        return
+    table = Table("build", "prompt tok/s", "writing tok/s", "kernels")
+    for b in figures.builds:
+        kernels = b.error or " ".join(
+            n for n in ("AVX2", "AVX512", "AVX512_VNNI", "AMX_INT8") if f"{n} = 1" in b.system_info
+        )
+        table.add_row(b.build, str(b.prompt_tokens_per_s), str(b.gen_tokens_per_s), kernels)
+    out.print(table)
+    ttft = Table("time to first token, p50 s", "cold question", "follow-up (cached prefix)")
+    for t in figures.ttft:
+        ttft.add_row(t.mode, str(t.p50("cold")), str(t.p50("follow_up")))
+    ttft.add_row("ratio", str(figures.ratio("cold")), str(figures.ratio("follow_up")))
+    out.print(ttft)
+    out.print(f"written: {written}")
+
+
 @bench_app.command("load")
 def bench_load_command(
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients.")] = 50,

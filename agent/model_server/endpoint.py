@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config import Settings
-from agent.model_server import HEALTH_PATH
+from agent.model_server import HEALTH_PATH, kernels
 from agent.model_server.supervisor import ModelSupervisor, free_port, get_json, model_command
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,8 @@ def _remove_state(settings: Settings, supervisor: ModelSupervisor) -> None:
 
 
 def new_supervisor(settings: Settings, port: int | None = None) -> ModelSupervisor:
-    """A supervisor for the packaged chat model (assembled into the data folder first)."""
+    """A supervisor for the packaged chat model (assembled into the data folder first), on
+    the fastest llama.cpp build this CPU may run and that has not failed here before."""
     from agent.local_models import CHAT_LABEL, ensure_chat_model_file
 
     path = ensure_chat_model_file(settings.model_cache_dir, settings.local_chat_file)
@@ -117,10 +118,17 @@ def new_supervisor(settings: Settings, port: int | None = None) -> ModelSupervis
         n_threads=settings.local_chat_threads,
         n_batch=settings.local_chat_n_batch,
     )
+    from agent.model_server.doctor import cpu_flags
+
+    builds = kernels.candidates(
+        settings.local_model_kernels, cpu_flags(), kernels.failed_builds(settings.data_dir)
+    )
     return ModelSupervisor(
         command=command,
         port=port,
         log_path=settings.data_dir / "logs" / "model-server.log",
+        builds=builds,
+        on_build_failed=lambda build, why: kernels.mark_failed(settings.data_dir, build, why),
         ready_timeout=settings.local_model_start_timeout_seconds,
     )
 

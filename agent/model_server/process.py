@@ -106,6 +106,9 @@ def build_app(
         n_threads=n_threads,
         n_threads_batch=n_threads,
         n_batch=n_batch,
+        # the server's default (True) keeps logits for every prompt token: 2.5 GB at 4,096
+        # tokens and slower prompt reading; rerank asks for the positions it needs itself
+        logits_all=False,
         verbose=False,
     )
     server_settings = ServerSettings(host=host, port=port, interrupt_requests=False)

@@ -6,9 +6,11 @@ child on a fixed port, from a thread of the process that owns it (``quire serve`
 has generated one token: a llama.cpp build that crashes in its kernels (a binary tuned for
 another CPU) fails there, not in the middle of a user's answer. When the process exits
 (a crash, the OOM killer, a kill), the supervisor starts it again on the same port, so the
-URL others hold stays valid. A process that cannot become ready twice in a row marks the
-supervisor ``failed`` (chat then falls back to the extractive answerer) and it tries again
-after a cool-down.
+URL others hold stays valid. A process that cannot become ready on a faster llama.cpp build,
+or crashes on it with a fault (SIGSEGV, SIGILL, ...), is started again on the next build
+(:mod:`agent.model_server.kernels`). One that cannot become ready twice in a row on the
+portable build marks the supervisor ``failed`` (chat then falls back to the extractive
+answerer) and it tries again after a cool-down.
 
 The child gets SIGTERM if the supervising thread dies (``PR_SET_PDEATHSIG``), so a killed
 owner never leaves a 1.9 GB model behind.
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent.model_server import HEALTH_PATH
+from agent.model_server.kernels import PORTABLE, KernelBuild
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +97,24 @@ def _log_tail(path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
+FAULTS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT})
+"""Deaths that point at the build's machine code (not a kill, an OOM kill or a stop)."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How one model process ended: before it proved itself (``start``) or after (``run``)."""
+
+    phase: Literal["start", "run"]
+    code: int | None
+    reason: str
+
+    @property
+    def fault(self) -> bool:
+        """Killed by a signal that a broken kernel raises (SIGSEGV, SIGILL, ...)."""
+        return self.code is not None and self.code < 0 and -self.code in FAULTS
+
+
 @dataclass
 class ModelSupervisor:
     """One supervised model process reachable at :attr:`url`."""
@@ -102,6 +123,10 @@ class ModelSupervisor:
     """How to start the process; its port is :attr:`port`."""
     port: int
     log_path: Path
+    builds: list[KernelBuild] = field(default_factory=lambda: [PORTABLE])
+    """llama.cpp builds to run, best first; the last is the fallback (see :mod:`.kernels`)."""
+    on_build_failed: Callable[[KernelBuild, str], None] | None = None
+    """Called when a build crashed with a fault (to skip it from then on)."""
     host: str = "127.0.0.1"
     ready_timeout: float = 180.0
     start_attempts: int = 2
@@ -119,6 +144,8 @@ class ModelSupervisor:
     """Why the last start or run ended (``None`` while all is well)."""
     restarts: int = field(default=0, init=False)
     pid: int | None = field(default=None, init=False)
+    skipped: dict[str, str] = field(default_factory=dict, init=False)
+    """Builds left for the next one this run: name -> why."""
 
     def __post_init__(self) -> None:
         self._changed = threading.Condition()
@@ -126,6 +153,11 @@ class ModelSupervisor:
         self._process: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
         self._crashes: deque[float] = deque()
+
+    @property
+    def build(self) -> KernelBuild:
+        """The llama.cpp build the process runs (or will run next)."""
+        return self.builds[0]
 
     @property
     def url(self) -> str:
@@ -182,39 +214,52 @@ class ModelSupervisor:
     def _supervise(self) -> None:
         failed_starts = 0
         while not self._stopping.is_set():
-            why = self._run_once()
+            ended = self._run_once()
             if self._stopping.is_set():
                 break
-            if why.startswith("start:"):
+            log.error("local model process (%s build): %s", self.build.name, ended.reason)
+            if len(self.builds) > 1 and (ended.phase == "start" or ended.fault):
+                self._skip_build(ended)
+                continue  # the next build at once
+            if ended.phase == "start":
                 failed_starts += 1
             else:
                 failed_starts = 0
                 self._crashes.append(time.monotonic())
             while self._crashes and self._crashes[0] < time.monotonic() - self.crash_window:
                 self._crashes.popleft()
-            reason = why.partition(":")[2].strip()
-            log.error("local model process: %s", reason)
             if failed_starts >= self.start_attempts or len(self._crashes) >= self.crash_limit:
-                self._set("failed", reason)
+                self._set("failed", ended.reason)
                 if self._stopping.wait(self.cooldown):
                     break
                 failed_starts = 0
                 self._crashes.clear()
                 self._set("starting")
             else:
-                self._set("restarting", reason)
+                self._set("restarting", ended.reason)
                 self.restarts += 1
                 if self._stopping.wait(min(0.5 * 2 ** max(failed_starts - 1, 0), 5.0)):
                     break
 
-    def _run_once(self) -> str:
-        """Start the process, prove it, wait for its end: ``start: why`` when it never became
-        ready, ``run: why`` when it ended after."""
+    def _skip_build(self, ended: Ended) -> None:
+        """Leave the current build for the next one; remember a build that crashed."""
+        failed = self.builds.pop(0)
+        self.skipped[failed.name] = ended.reason.splitlines()[0]
+        log.warning("llama.cpp %s build failed; using the %s build", failed.name, self.build.name)
+        if ended.fault and self.on_build_failed is not None:
+            self.on_build_failed(failed, ended.reason)
+
+    def _run_once(self) -> Ended:
+        """Start the process on the current build, prove it, wait for its end."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as logfile:
-            logfile.write(f"\n--- starting {' '.join(self.command)}\n".encode())
+            logfile.write(f"\n--- starting ({self.build.name}) {' '.join(self.command)}\n".encode())
             logfile.flush()
-            env = {**os.environ, "QUIRE_MODEL_PARENT_PID": str(os.getpid())}
+            env = {
+                **os.environ,
+                **self.build.environment(),
+                "QUIRE_MODEL_PARENT_PID": str(os.getpid()),
+            }
             process = subprocess.Popen(
                 self.command,
                 stdin=subprocess.DEVNULL,
@@ -228,7 +273,8 @@ class ModelSupervisor:
         if problem is not None:
             self._terminate(5.0)
             tail = _log_tail(self.log_path)
-            return f"start: {problem}" + (f"\n{tail}" if tail else "")
+            reason = problem + (f"\n{tail}" if tail else "")
+            return Ended("start", process.returncode, reason)
         self._set("ready")
         if self.on_ready is not None:
             try:
@@ -236,9 +282,7 @@ class ModelSupervisor:
             except Exception:
                 log.exception("could not advertise the local model server")
         code = process.wait()
-        if self._stopping.is_set():
-            return "run: stopped"
-        return f"run: the model process ended ({describe_exit(code)}); restarting it"
+        return Ended("run", code, f"the model process ended ({describe_exit(code)}); restarting it")
 
     def _prove(self, process: subprocess.Popen) -> str | None:
         """``None`` once the process serves and has written one token, else what went wrong."""
