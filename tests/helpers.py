@@ -7,7 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -58,3 +61,54 @@ def sse_events(body: str) -> list[tuple[str, dict]]:
         if data:
             events.append((name, json.loads("\n".join(data))))
     return events
+
+
+def start_api(env: dict[str, str], log: Path, timeout: float = 90) -> tuple[subprocess.Popen, str]:
+    """Start ``uvicorn api.app:app`` on a free loopback port and wait for ``/health``:
+    ``(process, url)``. Its output goes to ``log`` (a file: a full pipe would stall it)."""
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,  # the project's virtualenv python
+                "-m",
+                "uvicorn",
+                "api.app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            text = log.read_text(errors="replace")
+            raise RuntimeError(f"the API exited ({proc.returncode}):\n{text[-4000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process(proc)
+            text = log.read_text(errors="replace")
+            raise RuntimeError(f"the API did not answer /health:\n{text[-4000:]}")
+        time.sleep(0.25)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminate ``proc`` (kill it if it does not end within 20 s)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

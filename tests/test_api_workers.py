@@ -9,52 +9,18 @@ followed to its end on the other; a delete on one is a 404 on the other.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.helpers import ROOT, free_port, program_env
+from tests.helpers import program_env, start_api, stop_process
 
 pytestmark = pytest.mark.server
 
 SYNC_INGEST_BYTES = 4096
-
-
-def _start(port: int, env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("wb") as out:  # a file, not a pipe: a full pipe would stall the worker
-        return subprocess.Popen(
-            [
-                sys.executable,  # the project's virtualenv python
-                "-m",
-                "uvicorn",
-                "api.app:app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--no-access-log",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -71,27 +37,13 @@ def workers(services, tmp_path_factory):
     procs, urls = [], []
     try:
         for n in (1, 2):
-            port = free_port()
-            procs.append(_start(port, env, logs / f"worker{n}.log"))
-            urls.append(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 90
-        for proc, url, n in zip(procs, urls, (1, 2), strict=True):
-            while True:
-                log = (logs / f"worker{n}.log").read_text(errors="replace")
-                if proc.poll() is not None:
-                    raise RuntimeError(f"worker {n} exited ({proc.returncode}):\n{log[-4000:]}")
-                try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"worker {n} did not answer /health:\n{log[-4000:]}")
-                time.sleep(0.25)
+            proc, url = start_api(env, logs / f"worker{n}.log")
+            procs.append(proc)
+            urls.append(url)
         yield urls
     finally:
         for proc in procs:
-            _stop(proc)
+            stop_process(proc)
 
 
 @pytest.fixture

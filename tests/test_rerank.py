@@ -1,30 +1,30 @@
 """The reranker: passage truncation, score blending, dispatch, the query-likelihood scorer
 and its KV-cache prefix reuse (on a toy model with the llama.cpp interface), and one run on
-the real model."""
+the real model in its own process."""
 
 from __future__ import annotations
 
 import ctypes
 import math
 import threading
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from agent.model_server.scoring import (
+    likelihood_scores_sync,
+    query_log_likelihood,
+    truncate_passage,
+)
 from agent.retrieval import rerank
 from agent.retrieval.rerank import (
     combine_scores,
-    likelihood_scores,
-    likelihood_scores_sync,
     llm_scores,
     parse_scores,
-    query_log_likelihood,
     rank_prior,
     rerank_order,
-    truncate_passage,
     with_title,
 )
 
@@ -244,32 +244,20 @@ def test_a_cancelled_rerank_stops_between_passages():
 
 async def test_hosted_models_get_the_batch_prompt():
     model = GenericFakeChatModel(messages=iter([AIMessage("1: 2\n2: 8")]))
-    assert rerank.llama_client(model) is None
     assert await llm_scores(model, "q", ["a", "b"]) == [2.0, 8.0]
 
 
-async def test_llama_cpp_models_are_scored_by_query_likelihood_on_a_0_to_10_scale():
-    model = SimpleNamespace(client=ToyLlama())
-    assert rerank.llama_client(model) is model.client
-    scores = await llm_scores(model, QUESTION, PASSAGES)
-    assert scores == pytest.approx(
-        [10 * s for s in likelihood_scores_sync(ToyLlama(), QUESTION, PASSAGES, 500)]
-    )
-    assert scores[1] == pytest.approx(10.0) and scores[0] == pytest.approx(0.0)
-    assert await likelihood_scores(model.client, QUESTION, [], 600) == []
-
-
-# --- the real local model ----------------------------------------------------------------------
+# --- the real local model, in its own process ----------------------------------------------------
 
 
 @pytest.mark.local_model
 async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothing():
     from agent.config import Settings
+    from agent.model_server.client import LocalServerChat, likelihood_scores
     from agent.models import achat_model
 
     model = await achat_model("local", Settings(), 0.0)
-    llama = rerank.llama_client(model)
-    assert llama is not None
+    assert isinstance(model, LocalServerChat)
     question = "What is the boiling point of water at sea level?"
     passages = [
         "The French Revolution began in 1789 with the storming of the Bastille.",
@@ -278,15 +266,17 @@ async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothi
         "A binary search tree keeps its keys in sorted order for fast lookup.",
         "Penguins are flightless birds that live mostly in the Southern Hemisphere.",
     ]
-    cached = await likelihood_scores(llama, question, passages, 600)
+    cached = await likelihood_scores(model, question, passages, 600)
     assert max(range(len(passages)), key=cached.__getitem__) == 1
     assert cached[1] == 1.0 and max(cached[0], cached[2], cached[3]) < 0.8
-    scratch = await rerank.asyncio.to_thread(
-        likelihood_scores_sync, llama, question, passages, 600, reuse=False
-    )
+    scratch = await likelihood_scores(model, question, passages, 600, reuse=False)
     # llama.cpp splits the batches differently with and without the cache: logits differ
     # in the last digits
     assert cached == pytest.approx(scratch, abs=0.05)
+    # the dispatcher reaches the same scorer, on a 0-10 scale
+    scaled = await llm_scores(model, question, passages, passage_chars=600)
+    assert scaled == pytest.approx([10 * s for s in cached], abs=0.5)
+    assert await likelihood_scores(model, question, [], 600) == []
     # and the model still chats afterwards (the shared context was left consistent)
     reply = await model.ainvoke("Reply with the single word: ready", max_tokens=5)
     assert reply.content.strip()

@@ -124,11 +124,17 @@ def local_chat_client(
 
 
 async def likelihood_scores(
-    model: LocalServerChat, question: str, passages: Sequence[str], passage_chars: int
+    model: LocalServerChat,
+    question: str,
+    passages: Sequence[str],
+    passage_chars: int,
+    *,
+    reuse: bool = True,
 ) -> list[float]:
     """Query-likelihood relevance 0..1 of each passage, computed in the model process
-    (:func:`agent.model_server.scoring.likelihood_scores_sync`). Cancelling the call
-    disconnects, which stops the scoring between passages."""
+    (:func:`agent.model_server.scoring.likelihood_scores_sync`; ``reuse``: start from what
+    the KV cache holds). Cancelling the call disconnects, which stops the scoring between
+    passages."""
     if not passages:
         return []
     try:
@@ -139,6 +145,7 @@ async def likelihood_scores(
                     "question": question,
                     "passages": list(passages),
                     "passage_chars": passage_chars,
+                    "reuse": reuse,
                 },
             )
             reply.raise_for_status()

@@ -8,6 +8,7 @@ reporting ready.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -16,18 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.config import Settings
+from agent.model_server.kernels import PORTABLE, KernelBuild
 
 NATIVE_ONLY = ("AVX512", "AMX", "AVX_VNNI")
 """Kernels a portable x86-64 build leaves out (not every CPU has them; AMX crashed on one)."""
 
 
-def build_features(python: str = sys.executable) -> dict[str, bool]:
-    """The CPU features the installed llama.cpp was compiled with (``AVX2``: on), read in a
-    child process."""
+def build_features(build: KernelBuild = PORTABLE) -> dict[str, bool]:
+    """The CPU features a llama.cpp build was compiled with (``{"AVX2": True, ...}``), read
+    in a child process; empty when it cannot be loaded."""
     code = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
     try:
         info = subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=60, check=True
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env={**os.environ, **build.environment()},
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
@@ -64,6 +71,11 @@ class ModelCheck:
     ok: bool
     seconds: float
     features: dict[str, bool]
+    """CPU features of the installed (portable) build."""
+    running: str = PORTABLE.name
+    """The build the model process ran on (see :mod:`agent.model_server.kernels`)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Faster builds that failed here: name -> why."""
     failure: str | None = None
     advice: list[str] = field(default_factory=list)
 
@@ -79,7 +91,12 @@ class ModelCheck:
 def advice_for(features: dict[str, bool], flags: set[str], log_path: Path) -> list[str]:
     """What to do about a local model that does not answer."""
     advice = []
-    if features and not is_portable(features):
+    if not features:
+        advice.append(
+            "llama.cpp could not be loaded at all: reinstall it with `make clean && make "
+            "install` (scripts/install-llama-cpp.sh)."
+        )
+    elif not is_portable(features):
         advice.append(
             "llama.cpp was built for a particular CPU, not the portable AVX2 build: rebuild it "
             "with `make clean && make install` (scripts/install-llama-cpp.sh)."
@@ -110,12 +127,16 @@ def check_local_model(settings: Settings) -> ModelCheck:
     supervisor.start()
     try:
         ok = supervisor.wait_ready(settings.local_model_start_timeout_seconds + 5)
-        failure = None if ok else (supervisor.failure or "the local model did not start")
     finally:
         supervisor.stop()
-    seconds = time.monotonic() - started
-    if ok:
-        return ModelCheck(True, seconds, features)
-    return ModelCheck(
-        False, seconds, features, failure, advice_for(features, cpu_flags(), supervisor.log_path)
+    check = ModelCheck(
+        ok,
+        time.monotonic() - started,
+        features,
+        running=supervisor.build.name,
+        skipped=dict(supervisor.skipped),
     )
+    if not ok:
+        check.failure = supervisor.failure or "the local model did not start"
+        check.advice = advice_for(features, cpu_flags(), supervisor.log_path)
+    return check

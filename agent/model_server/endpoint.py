@@ -53,6 +53,7 @@ class LocalModel:
 
 _lock = threading.Lock()
 _own: ModelSupervisor | None = None
+_stop_own = None  # stops _own and withdraws its state file
 _found: str | None = None  # a server found through the state file, until a call fails
 
 
@@ -134,19 +135,30 @@ def new_supervisor(settings: Settings, port: int | None = None) -> ModelSupervis
 
 
 def _start_own(settings: Settings) -> ModelSupervisor:
-    global _own
+    global _own, _stop_own
     supervisor = new_supervisor(settings)
     supervisor.on_ready = lambda: _write_state(settings, supervisor)
     supervisor.start()
     supervisor.wait_ready(settings.local_model_start_timeout_seconds)
-    _own = supervisor
 
     def stop() -> None:
         _remove_state(settings, supervisor)
         supervisor.stop()
 
+    _own, _stop_own = supervisor, stop
     atexit.register(stop)
     return supervisor
+
+
+def stop_local_model() -> None:
+    """Stop the model server this process supervises, if any (the next call finds or starts
+    one again)."""
+    global _own, _stop_own, _found
+    with _lock:
+        stop, _own, _stop_own, _found = _stop_own, None, None, None
+    if stop is not None:
+        atexit.unregister(stop)
+        stop()
 
 
 def local_model(settings: Settings) -> LocalModel:

@@ -88,13 +88,15 @@ def mark_failed(data_dir: Path, build: KernelBuild, failure: str) -> None:
     os.replace(tmp, _record_path(data_dir))
 
 
-def candidates(choice: str, flags: set[str], failed: dict[str, str]) -> list[KernelBuild]:
+def candidates(
+    choice: str, flags: set[str], failed: dict[str, str], builds: tuple[KernelBuild, ...] = BUILDS
+) -> list[KernelBuild]:
     """The builds to try, fastest first: installed, allowed by ``choice`` (``auto`` or a
     build's name) and by this CPU's ``flags`` (empty: unknown, portable only), and not
     failed here before. The portable build always ends the list."""
     usable = [
         b
-        for b in BUILDS
+        for b in builds
         if b is not PORTABLE
         and (choice in ("auto", b.name))
         and b.name not in failed

@@ -45,6 +45,8 @@ class LikelihoodRequest(BaseModel):
     question: str
     passages: list[str] = Field(max_length=200)
     passage_chars: int = Field(default=500, ge=1)
+    reuse: bool = True
+    """Start from the prompt prefix the KV cache already holds."""
 
 
 def _with_stream_usage(create_chat_completion):
@@ -138,6 +140,7 @@ def build_app(
                     body.question,
                     body.passages,
                     body.passage_chars,
+                    reuse=body.reuse,
                     cancel=cancel,
                 )
             finally:
