@@ -54,7 +54,11 @@ class Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "model": "fake",
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "OK"},
+                        "finish_reason": "stop",
+                    }
                 ],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
             }
