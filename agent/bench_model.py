@@ -1,9 +1,10 @@
 """``quire bench model``: llama.cpp's raw speed, and the local model in-process against in
 its own process, measured in one run.
 
-* Raw speed: prompt reading and writing tokens/s of the installed llama.cpp build (and of
-  any other build given with ``--compare``, a folder holding another ``llama_cpp``
-  package), each in a child process so a build that crashes only loses its row.
+* Raw speed: prompt reading and writing tokens/s of each installed llama.cpp build this CPU
+  can run (:mod:`agent.model_server.kernels`), and of any other given with ``--compare`` (a
+  folder holding another ``llama_cpp`` package), each in a child process so a build that
+  crashes only loses its row.
 * Time to first token (TTFT) of the same grounded prompts (~2,400 characters of context, as
   the hybrid path sends): a cold question, then a follow-up on the same context (the prefix
   cache). In-process runs ``llama_cpp.Llama`` in a child; out-of-process streams through
@@ -176,13 +177,10 @@ def build_speed(
     )
 
 
-async def _server_ttft(settings: Settings, turns: list[list[dict]]) -> list[float]:
-    """TTFT of each turn but the first (a warm-up) through the app's client."""
+async def _server_ttft(model, turns: list[list[dict]]) -> list[float]:
+    """TTFT of each turn but the first (a warm-up) through the app's client ``model``."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from agent.models import achat_model
-
-    model = await achat_model("local", settings, 0.0)
     firsts = []
     for messages in turns:
         lc = [SystemMessage(messages[0]["content"]), HumanMessage(messages[1]["content"])]
@@ -194,8 +192,9 @@ async def _server_ttft(settings: Settings, turns: list[list[dict]]) -> list[floa
     return firsts[1:]
 
 
-async def compare_ttft(settings: Settings, model: Path, rounds: int) -> tuple[TTFT, TTFT]:
-    """TTFT of cold questions and follow-ups, in-process and out-of-process, alternating."""
+async def compare_ttft(settings: Settings, model: Path, rounds: int, client) -> tuple[TTFT, TTFT]:
+    """TTFT of cold questions and follow-ups, in-process and out-of-process (through
+    ``client``, the app's chat client on a model server), alternating."""
     inproc, server = TTFT("in-process"), TTFT("own process (server)")
     texts = contexts(2 * rounds + 1)
     for i, context in enumerate(texts[1:]):
@@ -208,7 +207,7 @@ async def compare_ttft(settings: Settings, model: Path, rounds: int) -> tuple[TT
                 raise RuntimeError(f"in-process model failed: {got['error']}")
             firsts, into = got["ttft"], inproc
         else:
-            firsts, into = await _server_ttft(settings, turns), server
+            firsts, into = await _server_ttft(client, turns), server
         into.cold.append(firsts[0])
         into.follow_up.append(firsts[1])
     return inproc, server
@@ -245,19 +244,44 @@ class ModelBenchFigures:
 async def run_model_bench(
     settings: Settings, rounds: int = 3, compare: dict[str, str] | None = None
 ) -> ModelBenchFigures:
-    """Raw speed of the installed build (and of ``compare``: label -> folder holding another
-    ``llama_cpp``), then TTFT in-process against the supervised server."""
+    """Raw speed of the installed builds (and of ``compare``: label -> folder holding another
+    ``llama_cpp``), then TTFT in-process (portable build) against the supervised server
+    (pinned to the portable build too, so the two differ only in where the model runs)."""
     from agent.local_models import ensure_chat_model_file
-    from agent.model_server.endpoint import local_model
+    from agent.model_server import kernels
+    from agent.model_server.client import local_chat_client
+    from agent.model_server.doctor import cpu_flags
+    from agent.model_server.endpoint import new_supervisor
+    from agent.model_server.supervisor import free_port
 
     model = ensure_chat_model_file(settings.model_cache_dir, settings.local_chat_file)
-    builds = [build_speed(settings, model, "installed")]
+    flags = cpu_flags()
+    builds = [
+        build_speed(settings, model, b.name, str(b.path) if b.path else None)
+        for b in kernels.BUILDS
+        if b.installed() and b.cpu_flags <= flags  # another would die of SIGILL
+    ]
     for label, path in (compare or {}).items():
         builds.append(build_speed(settings, model, label, path))
-    found = local_model(settings)  # loaded before the timing starts
-    if found.url is None:
-        raise RuntimeError(f"the local model server did not start: {found.failure}")
-    inproc, server = await compare_ttft(settings, model, rounds)
+    # a server of its own on the portable build, as the in-process runs use
+    supervisor = new_supervisor(
+        settings.model_copy(update={"local_model_kernels": "portable"}), port=free_port()
+    )
+    supervisor.start()
+    try:
+        if not supervisor.wait_ready(settings.local_model_start_timeout_seconds):
+            raise RuntimeError(f"the local model server did not start: {supervisor.failure}")
+        client = local_chat_client(
+            supervisor.url,
+            label="bench",
+            temperature=0.0,
+            max_tokens=REPLY_TOKENS,
+            seed=42,
+            timeout=600,
+        )
+        inproc, server = await compare_ttft(settings, model, rounds, client)
+    finally:
+        supervisor.stop()
     return ModelBenchFigures(builds, [inproc, server], rounds)
 
 

@@ -505,6 +505,7 @@ def chat(
     """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
+    from agent.model_server.endpoint import ModelUnavailable
     from graphs.chat import build_graph, wait_for_background
     from graphs.context import Context
 
@@ -531,7 +532,13 @@ def chat(
                     continue
                 out.print("[bold]quire>[/bold] ", end="")
                 config = {"configurable": {"thread_id": thread}}
-                state, streamed = await _stream_turn(graph, question, context, config, echo=True)
+                try:
+                    state, streamed = await _stream_turn(
+                        graph, question, context, config, echo=True
+                    )
+                except ModelUnavailable as exc:  # the chat goes on once the model is back
+                    err.print(f"\n[red]error:[/red] model_unavailable: {exc}", highlight=False)
+                    continue
                 _print_footer(state, streamed)
                 context = replace(context, persona=None)  # kept with the chat from now on
             await wait_for_background(timeout=300)
