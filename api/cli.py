@@ -108,15 +108,18 @@ def _check_local_model(settings) -> None:
     from agent.model_server.doctor import check_local_model
 
     check = check_local_model(settings)
+    for name, why in check.skipped.items():
+        err.print(f"[yellow]llama.cpp {name} build failed here:[/yellow] {why}", highlight=False)
     if check.ok:
         out.print(
-            f"local model: ready, first token in {check.seconds:.1f} s; llama.cpp {check.build}"
+            f"local model: ready, first token in {check.seconds:.1f} s on the llama.cpp "
+            f"{check.running} build (installed: {check.build})"
         )
         return
     err.print(f"[red]local model: not working[/red] (llama.cpp {check.build})", highlight=False)
-    err.print(f"  what failed: {check.failure}", highlight=False, markup=False)
+    err.print(f"  what failed: {check.failure}", highlight=False, markup=False, soft_wrap=True)
     for line in check.advice:
-        err.print(f"  - {line}", highlight=False, markup=False)
+        err.print(f"  - {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 @users_app.command("add")

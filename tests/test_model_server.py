@@ -313,6 +313,11 @@ def test_the_cli_answers_two_questions_in_a_row_on_the_local_model(alice_reader)
     from agent.retrieval.citations import cited_ids
     from tests.helpers import quire
 
+    init = quire("init", QUIRE_CHAT_MODEL="local")
+    assert init.returncode == 0, init.stderr
+    assert re.search(
+        r"local model: ready, first token in [\d.]+ s on the llama.cpp \w+", init.stdout
+    )
     user, _ = alice_reader
     for question, expected in (
         ("Who is Dinah?", "cat"),

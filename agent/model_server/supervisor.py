@@ -217,7 +217,8 @@ class ModelSupervisor:
             ended = self._run_once()
             if self._stopping.is_set():
                 break
-            log.error("local model process (%s build): %s", self.build.name, ended.reason)
+            first_line = ended.reason.splitlines()[0]
+            log.error("local model process (%s build): %s", self.build.name, first_line)
             if len(self.builds) > 1 and (ended.phase == "start" or ended.fault):
                 self._skip_build(ended)
                 continue  # the next build at once
