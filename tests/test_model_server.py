@@ -361,3 +361,107 @@ def test_init_says_what_failed_and_chat_falls_back_to_quoting_the_documents(alic
     assert answer["answer"].startswith("Note: the local model is not available")
     assert "SIGSEGV" in answer["answer"] and "Dinah" in answer["answer"]
     assert answer["citations"]
+
+
+async def test_an_unreachable_model_url_is_a_clear_cli_error_and_the_question_is_kept(
+    alice_reader, services
+):
+    """``QUIRE_LOCAL_MODEL_URL`` names a server elsewhere; when nothing answers there, the
+    turn ends with one error line and the question stays in the chat."""
+    import uuid
+
+    from sqlalchemy import text
+
+    from tests.helpers import quire
+
+    user, _ = alice_reader
+    chat = uuid.uuid4()
+    done = quire(
+        "ask",
+        "Who is Dinah?",
+        "--user",
+        user.name,
+        "--chat",
+        str(chat),
+        QUIRE_CHAT_MODEL="local",
+        QUIRE_LOCAL_MODEL_URL=f"http://127.0.0.1:{free_port()}",
+    )
+    assert done.returncode == 1
+    assert "error: model_unavailable" in done.stderr and "Traceback" not in done.stderr
+    async with services.engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT role, content FROM chat_messages WHERE chat_id = :c"), {"c": chat}
+        )
+        assert [tuple(r) for r in rows] == [("user", "Who is Dinah?")]
+
+
+@pytest.mark.local_model
+@pytest.mark.server
+async def test_api_workers_share_one_model_process(services, alice_reader, tmp_path):
+    """``quire serve --workers 2``: the command loads the model once, both workers use it."""
+    import httpx
+
+    from agent.accounts import issue_user_token
+    from agent.model_server.endpoint import stop_local_model
+    from tests.helpers import BIN, program_env, stop_process
+
+    stop_local_model()  # nothing of this process's to share: the serve command starts one
+    user, _ = alice_reader
+    _, token = await issue_user_token(services, user.name)
+    env = program_env(
+        DATABASE_URL=services.urls.libpq,
+        QUIRE_DATABASE_NAME=services.settings.database_name,
+        QUIRE_CHAT_MODEL="local",
+    )
+    env.pop("QUIRE_DATABASE_URL", None)
+    port = free_port()
+    with (tmp_path / "serve.log").open("wb") as log:
+        serve = subprocess.Popen(
+            [str(BIN / "quire"), "serve", "--workers", "2", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{url}/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return serve.poll() is not None  # ended: fail below with its log
+
+        _wait(up, 240)
+        assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as client:
+            for _ in range(2):  # whichever worker takes each
+                answer = await client.post("/api/ask", json={"question": "Who is Dinah?"})
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["model_used"].startswith("investigator_qwen2.5")
+        models = _children(serve.pid, "agent.model_server.process")
+        assert len(models) == 1, models
+        workers = [p for p in _children(serve.pid, "spawn_main") if p not in models]
+        assert len(workers) == 2
+        assert all(not _children(w, "agent.model_server.process") for w in workers)
+        assert _state(services)["owner_pid"] == serve.pid
+    finally:
+        stop_process(serve)
+
+
+def _children(pid: int, name: str) -> list[int]:
+    """Processes whose parent is ``pid`` and whose command line contains ``name``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            status = (proc / "status").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = re.search(r"^PPid:\s+(\d+)", status, re.M)
+        if parent and int(parent.group(1)) == pid and name in cmdline:
+            found.append(int(proc.name))
+    return found
