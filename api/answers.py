@@ -15,28 +15,19 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from langchain_core.messages import AIMessageChunk, HumanMessage
-
-from agent.books import UnknownBook, resolve_book
-from agent.chat_log import over_monthly_limit
-from agent.chat_records import discard_empty_chat, title_untitled_chat
-from agent.checkpoint import open_checkpointer
+from agent.chat.books import UnknownBook, resolve_book
+from agent.chat.records import discard_empty_chat, title_untitled_chat
+from agent.chat.turn_log import over_monthly_limit
 from agent.db.chats import ChatOwnershipError
 from agent.db.users import User
 from agent.model_server.endpoint import ModelUnavailable
 from agent.services import Services
 from api.errors import ApiError
+from graphs.checkpoint import open_checkpointer
 from graphs.context import Context
+from graphs.streaming import ANSWERED_NODES, stream_turn
 
 log = logging.getLogger(__name__)
-
-STREAMED_NODES = frozenset({"generate", "general", "overview", "web_search"})
-"""Nodes whose model output is the answer (before the citation guard); other nodes' text
-(fixed replies, refusals, the not-covered preamble) arrives as one token at the end."""
-
-ANSWERED_NODES = frozenset({"direct", "general", "web_search", "generate", "not_covered"})
-"""Nodes after which only ``save`` runs: the turn's time limit ends with them."""
-
 
 @dataclass(frozen=True)
 class Turn:
@@ -118,43 +109,28 @@ async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str,
     graph = (await open_checkpointer(services)).chat_graph
     context = Context(user=turn.user.name, chat_id=str(turn.chat_id), book=turn.book)
     config = {"configurable": {"thread_id": str(turn.chat_id)}}
-    final: dict = {}
     deadline: float | None = (
         asyncio.get_running_loop().time() + services.settings.chat_timeout_seconds
     )
-    updates = graph.astream(
-        {"messages": [HumanMessage(turn.question)]},
-        config=config,
-        context=context,
-        stream_mode=["messages", "values", "updates"],
-    )
-    async with contextlib.aclosing(updates) as stream:
+    events = stream_turn(graph, turn.question, context=context, config=config)
+    async with contextlib.aclosing(events) as stream:
         while True:
             limit = asyncio.timeout_at(deadline)
             try:
                 async with limit:
-                    mode, payload = await anext(stream)
+                    event = await anext(stream)
             except StopAsyncIteration:
                 break
             except TimeoutError:
                 if limit.expired():
                     raise TurnTimedOut from None
                 raise
-            if mode == "updates":
-                if isinstance(payload, dict) and ANSWERED_NODES.intersection(payload):
-                    deadline = None
-            elif mode == "messages":
-                chunk, meta = payload
-                if (
-                    isinstance(chunk, AIMessageChunk)
-                    and isinstance(chunk.content, str)
-                    and chunk.content
-                    and meta.get("langgraph_node") in STREAMED_NODES
-                ):
-                    yield "token", chunk.content
-            elif mode == "values":
-                final = payload
-    yield "final", final
+            if event.kind == "node" and event.node in ANSWERED_NODES:
+                deadline = None
+            elif event.kind == "token":
+                yield "token", event.text
+            elif event.kind == "final":
+                yield "final", event.state
 
 
 async def _discard(services: Services, turn: Turn) -> None:

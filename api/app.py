@@ -25,11 +25,11 @@ async def lifespan(app: FastAPI):
     """Start the background workers (summaries, ingest jobs), the local model's process and
     the chat checkpointer with the server; stop them on shutdown (the model process stops
     when this process exits)."""
-    from agent.checkpoint import close_checkpointer, open_checkpointer
-    from agent.jobs import recover_ingest_jobs, stop_ingest_jobs
+    from agent.ingest.jobs import recover_ingest_jobs, stop_ingest_jobs
     from agent.model_server.endpoint import start_in_background
     from agent.services import get_services
-    from agent.summary_worker import start_summary_worker, stop_summary_worker
+    from agent.summaries.worker import start_summary_worker, stop_summary_worker
+    from graphs.checkpoint import close_checkpointer, open_checkpointer
 
     services = await get_services()
     start_in_background(services.settings)  # the local model loads while the server starts

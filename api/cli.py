@@ -125,7 +125,7 @@ def _check_local_model(settings) -> None:
 @users_app.command("add")
 def users_add(name: str) -> None:
     """Create a user and print their API token (shown only once)."""
-    from agent.accounts import add_user
+    from agent.library.accounts import add_user
 
     async def work(services):
         try:
@@ -142,7 +142,7 @@ def users_add(name: str) -> None:
 @users_app.command("token")
 def users_token(name: str) -> None:
     """Issue a new API token for an existing user (e.g. one the CLI created); shown once."""
-    from agent.accounts import issue_user_token
+    from agent.library.accounts import issue_user_token
 
     async def work(services):
         try:
@@ -187,7 +187,7 @@ def ingest(
     import base64
 
     from agent.ingest.pipeline import expand_paths
-    from agent.retrieval.search import EmbedderUnavailable
+    from agent.models import EmbedderUnavailable
     from graphs.ingest import IngestContext
     from graphs.ingest import graph as ingest_graph
 
@@ -300,8 +300,8 @@ def _no_such_document(document_id: str) -> typer.Exit:
 @docs_app.command("list")
 def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
     """Your documents, newest first, with ingestion and summary status."""
-    from agent.accounts import resolve_user
-    from agent.library import list_user_documents
+    from agent.library.accounts import resolve_user
+    from agent.library.documents import list_user_documents
 
     async def work(services):
         owner = await resolve_user(services, user)
@@ -322,8 +322,8 @@ def docs_list(user: UserOption = None, as_json: JsonOption = False) -> None:
 @docs_app.command("show")
 def docs_show(document_id: str, user: UserOption = None) -> None:
     """One document's details, summaries and table of contents as JSON."""
-    from agent.accounts import resolve_user
-    from agent.library import document_summaries, get_user_document
+    from agent.library.accounts import resolve_user
+    from agent.library.documents import document_summaries, get_user_document
 
     doc_id = _document_id(document_id)
 
@@ -345,8 +345,8 @@ def docs_show(document_id: str, user: UserOption = None) -> None:
 @docs_app.command("delete")
 def docs_delete(document_id: str, user: UserOption = None) -> None:
     """Delete a document with every chunk, vector, keyword entry and summary."""
-    from agent.accounts import resolve_user
-    from agent.library import delete_user_document
+    from agent.library.accounts import resolve_user
+    from agent.library.documents import delete_user_document
 
     doc_id = _document_id(document_id)
 
@@ -375,10 +375,10 @@ def summarize(
     Resumable: an interrupted run continues where it stopped; summaries already written by
     the same model are kept unless --force.
     """
-    from agent.accounts import resolve_user
-    from agent.library import get_user_document
-    from agent.summaries import NothingToSummarize, SummaryBusy, summarize_document
-    from agent.summary_writers import summary_writer
+    from agent.library.accounts import resolve_user
+    from agent.library.documents import get_user_document
+    from agent.summaries.builder import NothingToSummarize, SummaryBusy, summarize_document
+    from agent.summaries.writers import summary_writer
 
     doc_id = _document_id(document_id)
 
@@ -432,26 +432,16 @@ def _answer_json(state: dict) -> dict:
 
 async def _stream_turn(graph, question: str, context, config: dict, echo: bool) -> tuple[dict, str]:
     """Run one turn, printing answer tokens as they arrive; return final state and streamed text."""
-    from langchain_core.messages import AIMessageChunk, HumanMessage
+    from graphs.streaming import stream_turn
 
     final: dict = {}
     streamed = ""
-    async for mode, payload in graph.astream(
-        {"messages": [HumanMessage(question)]},
-        config=config,
-        context=context,
-        stream_mode=["messages", "values"],
-    ):
-        if mode == "messages" and echo:
-            chunk, meta = payload
-            if isinstance(chunk, AIMessageChunk) and meta.get("langgraph_node") in (
-                "generate",
-                "general",
-            ):
-                streamed += chunk.content
-                out.print(chunk.content, end="", soft_wrap=True, highlight=False, markup=False)
-        elif mode == "values":
-            final = payload
+    async for event in stream_turn(graph, question, context=context, config=config):
+        if event.kind == "token" and echo:
+            streamed += event.text
+            out.print(event.text, end="", soft_wrap=True, highlight=False, markup=False)
+        elif event.kind == "final":
+            final = event.state
     return final, streamed
 
 
@@ -585,14 +575,14 @@ def bench_all(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from agent.bench_report import (
+    from agent.config import get_settings
+    from bench.report import (
         BENCHMARKS,
         BenchPlan,
         render_report,
         run_benchmarks,
         write_bench_report,
     )
-    from agent.config import get_settings
 
     unknown = sorted(set(skip or []) - set(BENCHMARKS))
     if unknown:
@@ -623,7 +613,7 @@ def bench_ingest_command(
     ] = None,
 ) -> None:
     """Seconds per stage, chunks/s and pipeline/embedder throughput ratio (target >= 0.8)."""
-    from agent.benchmarks import bench_ingest, machine, write_results
+    from bench.common import bench_ingest, machine, write_results
 
     async def work(services):
         return await bench_ingest(services, files or None), services.settings.data_dir
@@ -670,9 +660,9 @@ def bench_retrieval_command(
     """p50/p95 ms of embedding, dense, BM25, hybrid and raw pgvector top-k (database quire_bench)."""
     from dataclasses import asdict
 
-    from agent.bench_retrieval import run_retrieval_bench
-    from agent.benchmarks import machine, write_results
     from agent.db.engine import EmbeddingMismatchError
+    from bench.common import machine, write_results
+    from bench.retrieval import run_retrieval_bench
 
     try:
         figures, data_dir = asyncio.run(
@@ -741,9 +731,9 @@ def bench_answers_command(
     """TTFT, total time and tokens in/out per chat path (database quire_bench_answers)."""
     from rich.table import Column
 
-    from agent.bench_answers import figures_json, run_answers_bench
-    from agent.benchmarks import machine, write_results
     from agent.db.engine import EmbeddingMismatchError
+    from bench.answers import figures_json, run_answers_bench
+    from bench.common import machine, write_results
 
     try:
         figures, data_dir = asyncio.run(
@@ -815,9 +805,9 @@ def bench_model_command(
 ) -> None:
     """llama.cpp prompt/writing tokens/s per build, and time to first token in-process
     against the supervised model process (one run)."""
-    from agent.bench_model import run_model_bench
-    from agent.benchmarks import machine, write_results
     from agent.config import get_settings
+    from bench.common import machine, write_results
+    from bench.model import run_model_bench
 
     settings = get_settings()
     pairs = dict(item.split("=", 1) for item in compare or [])
@@ -868,8 +858,8 @@ def bench_load_command(
 ) -> None:
     """Concurrent search/ask/upload over HTTP: requests, errors, p50/p95 per route, and
     usage counters and chat_messages rows checked against the asks made."""
-    from agent.bench_load import LoadConfig, NotLoopback, check_loopback, run_load_bench
-    from agent.benchmarks import machine, write_results
+    from bench.common import machine, write_results
+    from bench.load import LoadConfig, NotLoopback, check_loopback, run_load_bench
 
     if url is not None:
         try:
@@ -981,11 +971,11 @@ def eval_retrieval(
     """nDCG@10, Recall@100, MRR@10 and latency of real ingestion + search on a BEIR set."""
     from rich.table import Column
 
-    from agent.benchmarks import SHARED_DATA
     from agent.config import Settings
     from agent.db.engine import EmbeddingMismatchError
-    from agent.evaluation.retrieval import run_retrieval_eval, write_report
     from agent.services import open_services
+    from bench.common import SHARED_DATA
+    from bench.eval_retrieval import run_retrieval_eval, write_report
 
     modes = list(EVAL_MODE_SETS.get(mode, []))
     if not modes:
@@ -1136,7 +1126,7 @@ def eval_answers(
     from rich.table import Column
 
     from agent.db.engine import EmbeddingMismatchError
-    from agent.evaluation.answers import run_answers_eval, write_report
+    from bench.eval_answers import run_answers_eval, write_report
 
     if not dataset.is_file():
         err.print(f"[red]error:[/red] {dataset} is not a file")

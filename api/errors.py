@@ -62,7 +62,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
         return JSONResponse(error_body("invalid_request", problems[:500]), status_code=422)
 
-    from agent.retrieval.search import EmbedderUnavailable
+    from agent.models import EmbedderUnavailable
 
     @app.exception_handler(EmbedderUnavailable)
     async def no_embedder(request: Request, exc: EmbedderUnavailable) -> JSONResponse:

@@ -26,8 +26,8 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-from agent.accounts import resolve_user
 from agent.db.users import User, user_for_token
+from agent.library.accounts import resolve_user
 from agent.services import get_services
 
 auth = Auth()

@@ -30,10 +30,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agent import prompts
-from agent.accounts import resolve_user
-from agent.answering import (
+from agent.chat.answering import (
     Answer,
-    chunk_payload,
     finish_grounded,
     finish_mixed,
     finish_web,
@@ -43,11 +41,20 @@ from agent.answering import (
     web_messages,
     with_persona,
 )
-from agent.books import UnknownBook, only_book, resolve_book
-from agent.chat_log import open_chat, over_monthly_limit, save_question, save_turn
-from agent.corrections import corrections_prompt, relevant_corrections
+from agent.chat.books import UnknownBook, only_book, resolve_book
+from agent.chat.overview import overview_prompt
+from agent.chat.question_lookup import (
+    citable_questions,
+    find_numbered_questions,
+    question_context,
+    question_numbers,
+)
+from agent.chat.routing import classify_route
+from agent.chat.tool_selection import KNOWLEDGE, WEB, decide_tool
+from agent.chat.turn_log import open_chat, over_monthly_limit, save_question, save_turn
 from agent.db.scope import SearchScope
-from agent.memory import (
+from agent.library.accounts import resolve_user
+from agent.memory.conversation import (
     ChatMemory,
     history_block,
     is_extractive,
@@ -55,31 +62,28 @@ from agent.memory import (
     standalone_question,
     update_summary,
 )
+from agent.memory.corrections import corrections_prompt, relevant_corrections
+from agent.memory.previous_discussion import (
+    previous_discussion,
+    previous_discussion_block,
+    remember_turn,
+)
 from agent.model_server.endpoint import ModelUnavailable
 from agent.models import achat_model, model_label
-from agent.overview import overview_prompt
-from agent.question_lookup import (
-    citable_questions,
-    find_numbered_questions,
-    question_context,
-    question_numbers,
-)
 from agent.retrieval.citations import CitableChunk, guard_citations, unknown_citations
 from agent.retrieval.knowledge import knowledge_search
 from agent.retrieval.search import SearchOptions, embed_question
-from agent.router import classify_route
+from agent.retrieval.types import chunk_payload
 from agent.services import get_services
-from agent.tool_selection import KNOWLEDGE, WEB, decide_tool
-from agent.turn_memory import previous_discussion, previous_discussion_block, remember_turn
-from graphs.context import Context
-from graphs.state import ChatState, InputState, OutputState
-from tools.web_search import (
+from agent.web_search import (
     WebSearchError,
     format_web_results,
     search_web,
     web_citations,
     web_search_available,
 )
+from graphs.context import Context
+from graphs.state import ChatState, InputState, OutputState
 
 
 def _last_question(messages: list[BaseMessage]) -> str:

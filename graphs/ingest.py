@@ -20,11 +20,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from agent.accounts import resolve_user
 from agent.ingest.errors import ingest_error_code
 from agent.ingest.sources import IngestRequest, ingest_source
+from agent.library.accounts import resolve_user
 from agent.services import get_services
-from agent.summaries import NothingToSummarize, SummaryProgress, summarize_document
+from agent.summaries.builder import NothingToSummarize, SummaryProgress, summarize_document
 
 
 @dataclass(kw_only=True)

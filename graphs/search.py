@@ -16,8 +16,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from agent.accounts import resolve_user
 from agent.db.scope import SearchScope, window_start
+from agent.library.accounts import resolve_user
 from agent.retrieval.knowledge import knowledge_response, knowledge_search
 from agent.retrieval.search import SearchOptions
 from agent.services import get_services

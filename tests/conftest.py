@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-ALICE = SHARED / "data" / "books" / "alice-in-wonderland.txt"
-PRIDE = SHARED / "data" / "books" / "pride-and-prejudice.txt"
+from tests.support.paths import ALICE, ROOT
 
 TEST_DB = f"quire_test_{uuid.uuid4().hex[:8]}"
 os.environ.setdefault("QUIRE_HOME", str(ROOT / ".quire" / "test"))
@@ -68,7 +65,7 @@ async def client(services):
 async def close_checkpointer_after(services):
     """Close the API's Postgres checkpointer when the module is done (its pool is per loop)."""
     yield
-    from agent.checkpoint import close_checkpointer
+    from graphs.checkpoint import close_checkpointer
 
     await close_checkpointer()
 
@@ -76,7 +73,7 @@ async def close_checkpointer_after(services):
 @pytest.fixture
 async def new_user(services):
     """A fresh user (unique name) for tests that must not see each other's data."""
-    from agent.accounts import resolve_user
+    from agent.library.accounts import resolve_user
 
     async def make(prefix: str = "user"):
         return await resolve_user(services, f"{prefix}-{uuid.uuid4().hex[:6]}")
@@ -87,9 +84,38 @@ async def new_user(services):
 @pytest.fixture(scope="session")
 async def alice_reader(services):
     """A user who has ingested Alice in Wonderland (shared by read-only tests)."""
-    from agent.accounts import resolve_user
     from agent.ingest.pipeline import ingest_file
+    from agent.library.accounts import resolve_user
 
     user = await resolve_user(services, "alice-reader")
     result = await ingest_file(services, user.id, ALICE)
     return user, result
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory):
+    """Start ``uvicorn api.app:app`` subprocesses for this module: ``api_server(**env) ->
+    (url, log path)``, with ``env`` over the test environment. All are stopped at the end."""
+    from tests.support.programs import program_env, start_api, stop_process
+
+    started = []
+
+    def start(**env: str) -> tuple[str, Path]:
+        log = tmp_path_factory.mktemp("api") / "uvicorn.log"
+        proc, url = start_api(program_env(**env), log, timeout=120)
+        started.append(proc)
+        return url, log
+
+    yield start
+    for proc in started:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def langgraph_server(tmp_path_factory):
+    """``langgraph dev`` on a free loopback port for this module, on the test database: its URL."""
+    from tests.support.programs import program_env, start_langgraph, stop_process
+
+    proc, url = start_langgraph(program_env(), tmp_path_factory.mktemp("langgraph") / "server.log")
+    yield url
+    stop_process(proc)

@@ -6,6 +6,15 @@ import re
 from dataclasses import dataclass, field
 
 
+@dataclass
+class Upload:
+    """The uploaded file (its base name and bytes) and the form's text fields."""
+
+    filename: str
+    data: bytes
+    fields: dict[str, str] = field(default_factory=dict)
+
+
 class UnsupportedDocument(ValueError):
     """The file type is not one Quire can read."""
 

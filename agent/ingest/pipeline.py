@@ -26,9 +26,9 @@ from agent.ingest.detect import detect_document_type
 from agent.ingest.document import Paragraph
 from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
-from agent.retrieval.search import EmbedderUnavailable
+from agent.models import EmbedderUnavailable
 from agent.services import Services
-from agent.summary_worker import wake_summary_worker
+from agent.summaries.worker import wake_summary_worker
 
 Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)``; stages: parse, chunk, embed, store."""

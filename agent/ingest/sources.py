@@ -21,7 +21,7 @@ from agent.ingest.pipeline import IngestResult, Progress, ingest_bytes, ingest_f
 from agent.ingest.pipeline import content_hash as bytes_hash
 from agent.ingest.sanitize import sanitize_text
 from agent.services import Services
-from agent.summary_writers import clean_labels, topic_tags
+from agent.summaries.writers import clean_labels, topic_tags
 
 
 class InvalidSource(ValueError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.config import Settings
-from agent.model_server.kernels import PORTABLE, KernelBuild
+from agent.model_server.kernels import PORTABLE, KernelBuild, cpu_flags
 
 NATIVE_ONLY = ("AVX512", "AMX", "AVX_VNNI")
 """Kernels a portable x86-64 build leaves out (not every CPU has them; AMX crashed on one)."""
@@ -51,17 +51,6 @@ def is_portable(features: dict[str, bool]) -> bool:
     wanted = all(features.get(name) for name in ("AVX2", "FMA", "F16C"))
     native = any(on for name, on in features.items() if name.startswith(NATIVE_ONLY))
     return wanted and not native
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
-    """This CPU's feature flags (empty where ``/proc/cpuinfo`` is not readable)."""
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return set()
 
 
 @dataclass

@@ -119,7 +119,7 @@ def new_supervisor(settings: Settings, port: int | None = None) -> ModelSupervis
         n_threads=settings.local_chat_threads,
         n_batch=settings.local_chat_n_batch,
     )
-    from agent.model_server.doctor import cpu_flags
+    from agent.model_server.kernels import cpu_flags
 
     builds = kernels.candidates(
         settings.local_model_kernels, cpu_flags(), kernels.failed_builds(settings.data_dir)

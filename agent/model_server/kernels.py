@@ -26,6 +26,17 @@ from pathlib import Path
 KERNELS_FILE = "model-kernels.json"
 
 
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
+    """This CPU's feature flags (empty where ``/proc/cpuinfo`` is not readable)."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
 @dataclass(frozen=True)
 class KernelBuild:
     """One llama.cpp build: where its ``llama_cpp`` package lives and what it needs."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import unique
-from agent.retrieval.hybrid import RetrievedChunk
+from agent.retrieval.types import RetrievedChunk
 
 _WORD = re.compile(r"\w+")
 

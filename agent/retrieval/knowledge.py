@@ -20,8 +20,8 @@ from agent import prompts
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.context import BuiltContext, build_context
-from agent.retrieval.hybrid import RetrievedChunk
 from agent.retrieval.search import SearchOptions, SearchResult, search
+from agent.retrieval.types import RetrievedChunk
 from agent.services import Services
 from agent.text import content_terms
 

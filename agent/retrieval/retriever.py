@@ -11,9 +11,9 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from agent.answering import chunk_payload
 from agent.db.scope import SearchScope
-from agent.retrieval.hybrid import RetrievedChunk, hybrid_search
+from agent.retrieval.hybrid import hybrid_search
+from agent.retrieval.types import RetrievedChunk, chunk_payload
 from agent.services import get_services
 
 

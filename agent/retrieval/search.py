@@ -44,13 +44,14 @@ from agent.db.chunks import (
 from agent.db.postings import LibraryState, library_state
 from agent.db.read_pool import Read, ReadPool, is_dead_connection
 from agent.db.scope import SearchScope
+from agent.models import EmbedderUnavailable
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
 from agent.retrieval.citations import citation_id
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.expansion import expand_query
 from agent.retrieval.fusion import weighted_rrf
-from agent.retrieval.hybrid import RetrievedChunk, normalize_query
 from agent.retrieval.rerank import llm_scores
+from agent.retrieval.types import RetrievedChunk, normalize_query
 from agent.services import Services
 
 logger = logging.getLogger(__name__)
@@ -58,10 +59,6 @@ T = TypeVar("T")
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
-
-
-class EmbedderUnavailable(RuntimeError):
-    """The query could not be embedded and the search needs vectors (dense mode)."""
 
 
 @dataclass(frozen=True)

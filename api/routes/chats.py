@@ -13,8 +13,11 @@ from typing import Annotated
 from fastapi import APIRouter, Response
 from pydantic import StringConstraints, model_validator
 
-from agent.chat_records import create_chat, get_chat, list_chats
-from agent.corrections import (
+from agent.chat.records import create_chat, get_chat, list_chats
+from agent.db import chats as chat_db
+from agent.db.users import User
+from agent.library.usage import month_usage
+from agent.memory.corrections import (
     CorrectionRow,
     DocumentNotVisible,
     NotYourMessage,
@@ -22,10 +25,7 @@ from agent.corrections import (
     list_corrections,
     submit_correction,
 )
-from agent.db import chats as chat_db
-from agent.db.users import User
 from agent.services import Services
-from agent.usage import month_usage
 from api.answers import Turn, answer_events, answer_json, check_turn
 from api.deps import RequestBody, ServicesDep, UserDep
 from api.errors import ApiError

@@ -15,9 +15,9 @@ from pydantic import Field
 
 from agent import chunk_view, intake, jobs, sharing
 from agent.refusals import Refused
-from agent.uploads import read_upload
 from api.deps import RequestBody, ServicesDep, UserDep, text_problem
 from api.errors import ApiError
+from api.uploads import read_upload
 
 router = APIRouter(tags=["documents"])
 

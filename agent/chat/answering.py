@@ -1,0 +1,171 @@
+"""Turning retrieved context into model messages, and model output into a cited answer."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from agent import prompts
+from agent.retrieval.citations import (
+    CitableChunk,
+    cited_ids,
+    guard_citations,
+    unique,
+    unknown_citations,
+)
+
+
+@dataclass
+class Answer:
+    """A finished answer with everything the UI and the chat log need."""
+
+    text: str
+    route: str
+    model_used: str
+    tokens_used: int = 0
+    citations: list[dict] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    chunk_map: dict[str, str] = field(default_factory=dict)
+    retrieved_chunk_ids: list[str] = field(default_factory=list)
+    retrieval_metrics: dict | None = None
+    citations_removed: int = 0
+    """Citations of ids the turn did not retrieve, removed by the guard."""
+
+
+def with_persona(system: str, persona: str | None) -> str:
+    """A system prompt with the chat's persona (tone and role; never the grounding rules)."""
+    if not persona:
+        return system
+    return f"{system}\n\n{prompts.PERSONA_BLOCK.format(persona=persona.strip())}"
+
+
+def _with_guidance(guidance: str, body: str) -> str:
+    return f"{guidance.strip()}\n\n{body}" if guidance.strip() else body
+
+
+def grounded_messages(
+    name: str,
+    question: str,
+    context: str,
+    system: str = prompts.GROUNDED_SYSTEM,
+    guidance: str = "",
+    persona: str | None = None,
+) -> list[BaseMessage]:
+    """System and user messages for answering from context. The system prompt stays a
+    stable prefix (the local model reuses its cached tokens); ``guidance`` (the user's
+    corrections and the conversation so far) opens the user message."""
+    return [
+        SystemMessage(with_persona(system.format(name=name), persona)),
+        HumanMessage(
+            _with_guidance(
+                guidance, prompts.GROUNDED_USER.format(context=context, question=question)
+            )
+        ),
+    ]
+
+
+def general_messages(
+    name: str, question: str, guidance: str = "", persona: str | None = None
+) -> list[BaseMessage]:
+    """Messages for a reply that needs no documents."""
+    return [
+        SystemMessage(with_persona(prompts.GENERAL_SYSTEM.format(name=name), persona)),
+        HumanMessage(_with_guidance(guidance, question)),
+    ]
+
+
+def finish_grounded(
+    raw: str, retrieved: list[dict], *, route: str, model_used: str, tokens_used: int
+) -> Answer:
+    """Guard the citations of a generated answer and collect citations and sources.
+
+    ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+    """
+    citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
+    removed = unknown_citations(raw, (c.citation_id for c in citable))
+    text = guard_citations(raw, citable)
+    by_id = {c["id"]: c for c in retrieved}
+    cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
+    return Answer(
+        text=text,
+        route=route,
+        model_used=model_used,
+        tokens_used=tokens_used,
+        citations=[{k: v for k, v in c.items() if k != "context_text"} for c in cited],
+        sources=unique(c["source"] for c in (cited or retrieved)),
+        chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
+        retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
+        citations_removed=removed,
+    )
+
+
+_WEB_ID = re.compile(r"#web_(\d+)\b")
+
+
+def web_messages(
+    name: str, question: str, results: str, persona: str | None = None
+) -> list[BaseMessage]:
+    """Messages for answering from web results (cited as ``#web_N``)."""
+    return [
+        SystemMessage(with_persona(prompts.WEB_ANSWER_SYSTEM.format(name=name), persona)),
+        HumanMessage(f"Web results:\n\n{results}\n\nQuestion: {question}"),
+    ]
+
+
+def finish_web(raw: str, citations: list[dict], *, model_used: str, tokens_used: int) -> Answer:
+    """Drop ``#web_N`` ids that were not among the results; keep the cited results."""
+    known = {c["id"] for c in citations}
+    text = _WEB_ID.sub(lambda m: m.group(0) if m.group(0) in known else "", raw)
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    used = {f"#web_{n}" for n in _WEB_ID.findall(text)}
+    cited = [c for c in citations if c["id"] in used]
+    return Answer(
+        text=text,
+        route="web_search",
+        model_used=model_used,
+        tokens_used=tokens_used,
+        citations=cited,
+        sources=unique(c["url"] for c in (cited or citations)),
+    )
+
+
+def mixed_messages(
+    name: str,
+    question: str,
+    context: str,
+    web_results: str,
+    guidance: str = "",
+    persona: str | None = None,
+) -> list[BaseMessage]:
+    """Messages for answering from document passages and web results together."""
+    body = prompts.MIXED_ANSWER_USER.format(
+        context=context or "(none)", web=web_results, question=question
+    )
+    return [
+        SystemMessage(with_persona(prompts.MIXED_ANSWER_SYSTEM.format(name=name), persona)),
+        HumanMessage(_with_guidance(guidance, body)),
+    ]
+
+
+def finish_mixed(
+    raw: str,
+    retrieved: list[dict],
+    web: list[dict],
+    *,
+    route: str,
+    model_used: str,
+    tokens_used: int,
+) -> Answer:
+    """Guard both kinds of citation: ``#chk_`` against the chunks, ``#web_N`` against the
+    results; citations and sources list the documents first, then the web."""
+    answer = finish_grounded(
+        raw, retrieved, route=route, model_used=model_used, tokens_used=tokens_used
+    )
+    from_web = finish_web(answer.text, web, model_used=model_used, tokens_used=tokens_used)
+    answer.text = from_web.text
+    answer.citations = answer.citations + from_web.citations
+    documents = answer.sources if any(c.get("kind") != "web" for c in answer.citations) else []
+    answer.sources = unique([*documents, *from_web.sources])
+    return answer

@@ -1,1 +1,0 @@
-"""Retrieval quality evaluation on public test sets (``quire eval ...``)."""

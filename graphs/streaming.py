@@ -1,0 +1,68 @@
+"""The chat graph's streaming contract, in one place for the API, the CLI and the benchmarks.
+
+A turn run through :func:`stream_turn` yields :class:`TurnEvent` items:
+
+* ``token``: a piece of the answer as the model writes it, only from :data:`STREAMED_NODES`
+  (other nodes' text, such as fixed replies and refusals, arrives whole in the final state);
+* ``node``: a node finished (its name), in the order they ran;
+* ``final``: the graph's last state (``answer``, ``citations``, ``route`` ...), always last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessageChunk, HumanMessage
+
+STREAMED_NODES = frozenset({"generate", "general", "overview", "web_search"})
+"""Nodes whose model output is the answer (shown as it streams, before the citation guard)."""
+
+ANSWER_NODES = frozenset(
+    {"direct", "general", "overview", "web_search", "generate", "not_covered", "refuse"}
+)
+"""Nodes that write a turn's answer; the last of them to run names the path that answered."""
+
+ANSWERED_NODES = frozenset({"direct", "general", "web_search", "generate", "not_covered"})
+"""Nodes after which only ``save`` runs: a turn's time limit ends with them."""
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """One thing a running turn reports: an answer ``token``, a finished ``node``, or the
+    ``final`` state."""
+
+    kind: Literal["token", "node", "final"]
+    text: str = ""
+    node: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+async def stream_turn(
+    graph: Any, question: str, *, context: Any, config: dict | None = None
+) -> AsyncIterator[TurnEvent]:
+    """Run one chat turn on ``graph`` (compiled, with or without a checkpointer) and yield its
+    events as they happen (see the module docs)."""
+    final: dict[str, Any] = {}
+    async for mode, payload in graph.astream(
+        {"messages": [HumanMessage(question)]},
+        config=config,
+        context=context,
+        stream_mode=["messages", "updates", "values"],
+    ):
+        if mode == "messages":
+            chunk, meta = payload
+            if (
+                isinstance(chunk, AIMessageChunk)
+                and isinstance(chunk.content, str)
+                and chunk.content
+                and meta.get("langgraph_node") in STREAMED_NODES
+            ):
+                yield TurnEvent("token", text=chunk.content)
+        elif mode == "updates":
+            for node in payload or {}:
+                yield TurnEvent("node", node=node)
+        else:
+            final = payload
+    yield TurnEvent("final", state=final)

@@ -1,0 +1,59 @@
+"""``quire bench answers`` logic with the extractive model, one question per path, in the
+test database (its own user)."""
+
+from __future__ import annotations
+
+import uuid
+
+
+async def test_bench_answers_every_path_extractive(services):
+    from agent.models import chat_model
+    from agent.web_search import web_search_available
+    from bench.answers import EXPECTED, QUESTIONS, bench_answers, collect_usage
+
+    # the usage collector sees the extractive model's streamed usage
+    with collect_usage() as usage:
+        async for _ in chat_model("extractive", services.settings, 0.0).astream("Who is Dinah?"):
+            pass
+    assert usage.calls == 1 and usage.input_tokens > 0 and usage.output_tokens > 0
+
+    user = f"bench-answers-test-{uuid.uuid4().hex[:6]}"
+    questions = {path: asked[:1] for path, asked in QUESTIONS.items()}
+    figures = await bench_answers(
+        services, model="extractive", questions=questions, user=user, warmup=False
+    )
+
+    assert [p.path for p in figures.paths] == list(QUESTIONS)
+    assert figures.book["chunks"] > 0 and figures.book["status"] == "ingested"
+    assert figures.summary["model"] == "extractive" and figures.summary["chars"] > 0
+    web = web_search_available(services.settings)
+    for p in figures.paths:
+        if p.path == "web_search" and not web:
+            assert p.skipped == "not configured" and p.runs == 0
+            continue
+        assert p.skipped is None and p.runs == 1 and p.route_matches == 1, figures.mismatches
+        assert 0 < p.ttft_p50_s <= p.total_p50_s <= p.total_max_s
+    assert figures.mismatches == []
+    for row in figures.questions:
+        route, node = EXPECTED[row.path]
+        assert (row.route, row.answered_by) == (route, node)
+        assert 0 < row.ttft_s <= row.total_s
+        assert row.answer
+        if row.path == "direct":  # a fixed reply: no model call, nothing streamed
+            assert not row.streamed and row.tokens_source == "none"
+        else:
+            assert row.streamed and row.tokens_source == "callback"
+            assert row.tokens_in > 0 and row.tokens_out > 0
+    assert figures.path("global_summary").tokens_in_mean > 0
+    assert len(figures.load_avg_before) == 3 and figures.database == services.settings.database_name
+
+    # a second run reuses the book and its summary
+    again = await bench_answers(
+        services,
+        model="extractive",
+        questions={"hybrid": QUESTIONS["hybrid"][:1]},
+        user=user,
+        warmup=False,
+    )
+    assert again.book["status"] == "duplicate" and again.summary["reused"]
+    assert again.path("hybrid").route_matches == 1

@@ -1,0 +1,171 @@
+"""End to end on the real packaged local model (llama.cpp, CPU): slow, so only a few."""
+
+import uuid
+
+import pytest
+from langchain_core.messages import HumanMessage
+from sqlalchemy import text
+
+from agent.ingest.pipeline import ingest_bytes
+from agent.retrieval.citations import cited_ids
+from graphs.chat import graph
+from graphs.context import Context
+
+pytestmark = pytest.mark.local_model
+
+
+async def test_local_model_answers_with_valid_citations(services, alice_reader):
+    user, _ = alice_reader
+    state = await graph.ainvoke(
+        {"messages": [HumanMessage("Who is Dinah?")]},
+        context=Context(user=user.name, chat_model="local"),
+    )
+    assert state["route"] == "hybrid"
+    assert state["model_used"].startswith("investigator_qwen2.5")
+    assert "cat" in state["answer"].lower()
+    ids = cited_ids(state["answer"])
+    assert ids and set(ids) == {c["id"] for c in state["citations"]}
+    assert any("Dinah" in c["text"] for c in state["citations"])
+    assert state["tokens_used"] > 100
+
+
+async def test_local_model_is_not_misled_by_the_cheshire_cat(services, alice_reader):
+    # The 1.5B model's prior says "the Cheshire Cat"; with the Cheshire passages as
+    # distractors in a 4-passage context it answered so 2 times in 3. Two diverse passages
+    # (MMR, one child per parent) keep it on the text.
+    user, _ = alice_reader
+    state = await graph.ainvoke(
+        {"messages": [HumanMessage("Who is Alice's cat?")]},
+        context=Context(user=user.name, chat_model="local"),
+    )
+    async with services.engine.connect() as conn:
+        shown = await conn.execute(
+            text("SELECT text FROM child_chunks WHERE id = ANY(:ids)"),
+            {"ids": [uuid.UUID(i) for i in state["chunk_map"].values()]},
+        )
+        assert any("Dinah" in row.text for row in shown)
+    ids = cited_ids(state["answer"])
+    assert set(ids) == {c["id"] for c in state["citations"]}
+    assert set(ids) <= set(state["chunk_map"])
+    assert "Dinah" in state["answer"]
+    assert any("Dinah" in c["text"] for c in state["citations"])
+
+
+async def test_local_model_streams_small_talk(services):
+    chunks = []
+    async for chunk, meta in graph.astream(
+        {"messages": [HumanMessage("hello!")]},
+        context=Context(user="local-smalltalk", chat_model="local"),
+        stream_mode="messages",
+    ):
+        if meta["langgraph_node"] == "general" and chunk.content:
+            chunks.append(chunk.content)
+    assert len(chunks) > 2
+
+
+# --- one turn per path on the real local model: the path, its label, citations that resolve
+# and every field of the saved message --------------------------------------------------------
+
+LOCAL = "qwen2.5"
+
+
+async def _saved_answer(services, chat_id: str):
+    async with services.engine.connect() as conn:
+        return (
+            await conn.execute(
+                text(
+                    "SELECT route, model_used, content, retrieved_chunk_ids, sources, chunk_map, "
+                    "citations, tokens_used, retrieval_metrics, citations_removed "
+                    "FROM chat_messages WHERE chat_id = :c AND role = 'assistant'"
+                ),
+                {"c": uuid.UUID(chat_id)},
+            )
+        ).one()
+
+
+async def _local_turn(question: str, **context):
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(question)]}, context=Context(chat_model="local", **context)
+    )
+
+
+async def test_local_direct_and_general_paths(services, new_user):
+    user = await new_user("local-direct")
+    name = await _local_turn("What is your name?", user=user.name)
+    assert name["route"] == "direct" and name["model_used"] == "direct_response"
+    assert services.settings.assistant_name in name["answer"]
+    hello = await _local_turn("Good morning!", user=user.name)
+    assert hello["route"] == "general" and hello["model_used"].startswith(f"general_{LOCAL}")
+    row = await _saved_answer(services, hello["chat_id"])
+    assert row.content == hello["answer"] and row.tokens_used > 0
+
+
+async def test_local_global_summary_path(services, new_user):
+    from agent.summaries.builder import summarize_document
+    from agent.summaries.writers import ExtractiveSummaryWriter
+    from tests.support.samples import book_text
+
+    user = await new_user("local-overview")
+    book = await ingest_bytes(services, user.id, book_text().encode(), "tale.txt")
+    await summarize_document(services, book.document_id, writer=ExtractiveSummaryWriter())
+    state = await _local_turn("Summarize the book", user=user.name)
+    assert state["route"] == "global_summary" and state["model_used"] == "global_summary_path"
+    assert len(state["answer"].split()) > 30
+    row = await _saved_answer(services, state["chat_id"])
+    assert row.route == "global_summary" and row.sources == state["sources"] and row.tokens_used > 0
+
+
+async def test_local_deep_reasoning_surfaces_a_planted_conflict(services, new_user):
+    user = await new_user("local-deep")
+    await ingest_bytes(
+        services, user.id, b"The harbour bridge opened in 1921 after six years of work.", "a.txt"
+    )
+    await ingest_bytes(
+        services, user.id, b"Records show the harbour bridge opened in 1932, not earlier.", "b.txt"
+    )
+    state = await _local_turn(
+        "Why do the sources disagree on when the harbour bridge opened?", user=user.name
+    )
+    assert state["route"] == "deep_reasoning"
+    assert state["model_used"].startswith(f"deep_reasoner_{LOCAL}")
+    assert "1921" in state["answer"] and "1932" in state["answer"]
+    ids = cited_ids(state["answer"])
+    assert set(ids) <= set(state["chunk_map"])
+    row = await _saved_answer(services, state["chat_id"])
+    assert row.retrieval_metrics["query_type"] == "deep" and row.chunk_map == state["chunk_map"]
+    assert row.citations_removed == state["citations_removed"]
+
+
+async def test_local_not_covered_answers_generally_and_says_so(services, new_user):
+    user = await new_user("local-gate")
+    await ingest_bytes(services, user.id, b"The bakery sells rye bread on market days.", "a.txt")
+    state = await _local_turn("What is the capital of Peru?", user=user.name)
+    assert state["model_used"] == "no_context_response" and state["citations"] == []
+    assert "don't seem to cover" in state["answer"] and "Lima" in state["answer"]
+
+
+async def test_local_web_search_path_cites_web_results(services, new_user, monkeypatch):
+    from pydantic import SecretStr
+
+    import graphs.chat as chat_module
+    from agent.web_search import WebResult
+
+    async def fake_search(query, settings):  # never the network
+        return [
+            WebResult(
+                "#web_1",
+                "Harbour festival moved",
+                "https://news.example/festival",
+                "The harbour festival will take place on 12 June this year, a week later.",
+                "news.example",
+            )
+        ]
+
+    monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
+    monkeypatch.setattr(chat_module, "search_web", fake_search)
+    user = await new_user("local-web")
+    state = await _local_turn("What is the latest news about the harbour festival?", user=user.name)
+    assert state["route"] == "web_search" and state["model_used"].startswith(f"web_search_{LOCAL}")
+    assert "12 June" in state["answer"] or "June 12" in state["answer"]
+    assert state["sources"] == ["https://news.example/festival"]
+    assert all(c["kind"] == "web" for c in state["citations"])

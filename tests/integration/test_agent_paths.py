@@ -1,0 +1,204 @@
+"""Every path of the chat graph on the real database with fake or extractive models:
+Path B (stored summary, ToC fallback), Path C (deep reasoning, planted conflict), the
+relevance gate, web search (configured or not), book scope, corrections and memory."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from langchain_core.messages import HumanMessage
+from pydantic import SecretStr
+from sqlalchemy import text
+
+import graphs.chat as chat_module
+from agent.ingest.pipeline import ingest_bytes
+from agent.memory.corrections import submit_correction
+from agent.retrieval.citations import cited_ids
+from agent.summaries.builder import summarize_document
+from agent.summaries.writers import ExtractiveSummaryWriter
+from agent.web_search import WebResult
+from graphs.chat import graph
+from graphs.context import Context
+from tests.support.fakes import RecordingModel
+from tests.support.samples import book_text
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    model = RecordingModel(prompts=[])
+
+    async def fake(spec, settings, temperature):
+        return model
+
+    monkeypatch.setattr(chat_module, "achat_model", fake)
+    return model
+
+
+def _ask(question: str):
+    return {"messages": [HumanMessage(question)]}
+
+
+async def _rows(services, chat_id: str):
+    async with services.engine.connect() as conn:
+        return (
+            await conn.execute(
+                text(
+                    "SELECT role, content, route, model_used, retrieved_chunk_ids, sources, "
+                    "chunk_map, tokens_used, retrieval_metrics FROM chat_messages "
+                    "WHERE chat_id = :c ORDER BY created_at"
+                ),
+                {"c": uuid.UUID(chat_id)},
+            )
+        ).all()
+
+
+async def test_path_b_uses_the_stored_summary_then_the_toc(services, new_user):
+    user = await new_user("pathb")
+    book = await ingest_bytes(services, user.id, book_text().encode(), "tale.txt")
+    chat = str(uuid.uuid4())
+    toc = await graph.ainvoke(
+        _ask("Can you summarize this book?"), context=Context(user=user.name, chat_id=chat)
+    )
+    assert toc["route"] == "global_summary" and toc["model_used"] == "toc_fallback_path"
+    await summarize_document(services, book.document_id, writer=ExtractiveSummaryWriter())
+    stored = await graph.ainvoke(
+        _ask("What is this book about?"), context=Context(user=user.name, chat_id=chat)
+    )
+    assert stored["model_used"] == "global_summary_path"
+    rows = await _rows(services, chat)
+    assert [r.model_used for r in rows if r.role == "assistant"] == [
+        "toc_fallback_path",
+        "global_summary_path",
+    ]
+    # a second book: "summarize" names no single book any more and takes Path A
+    await ingest_bytes(services, user.id, b"A short note about walruses and oysters.", "n.txt")
+    many = await graph.ainvoke(_ask("Summarize all my books"), context=Context(user=user.name))
+    assert many["route"] == "hybrid"
+    scoped = await graph.ainvoke(
+        _ask("Give me an overview"), context=Context(user=user.name, book=str(book.document_id))
+    )
+    assert scoped["route"] == "global_summary"
+    missing = await graph.ainvoke(_ask("overview"), context=Context(user=user.name, book="Nope"))
+    assert "no document matching" in missing["answer"]
+
+
+async def test_path_c_sees_both_sides_of_a_planted_conflict(services, new_user, recorder):
+    user = await new_user("pathc")
+    await ingest_bytes(
+        services, user.id, b"The harbour bridge opened in 1921 after six years of work.", "a.txt"
+    )
+    await ingest_bytes(
+        services, user.id, b"Records show the harbour bridge opened in 1932, not earlier.", "b.txt"
+    )
+    state = await graph.ainvoke(
+        _ask("Why do the sources disagree on when the harbour bridge opened?"),
+        context=Context(user=user.name),
+    )
+    assert state["route"] == "deep_reasoning"
+    assert state["model_used"] == "deep_reasoner_extractive"
+    system, human = recorder.prompts[-1]
+    assert "1921" in human.content and "1932" in human.content  # both sides in the context
+    assert "CONFLICT DETECTED" in system.content and "step by step" in system.content
+    assert set(cited_ids(state["answer"])) <= set(state["chunk_map"])
+    assert state["retrieval"]["query_type"] == "deep" and state["retrieval"]["threshold"] == 0.6
+
+
+async def test_relevance_gate_says_the_documents_do_not_cover_it(services, new_user):
+    user = await new_user("gate")
+    await ingest_bytes(services, user.id, b"The bakery sells rye bread on market days.", "a.txt")
+    state = await graph.ainvoke(
+        _ask("Explain quantum chromodynamics gauge symmetry"), context=Context(user=user.name)
+    )
+    assert state["model_used"] == "no_context_response"
+    assert "don't seem to cover" in state["answer"] and state["citations"] == []
+
+
+async def test_web_search_path(services, new_user, monkeypatch):
+    user = await new_user("web")
+    off = await graph.ainvoke(
+        _ask("What is the latest news about AI?"), context=Context(user=user.name)
+    )
+    assert off["route"] == "web_search" and "SERPAPI_API_KEY" in off["answer"]
+
+    async def fake_search(query, settings):
+        return [
+            WebResult(
+                "#web_1",
+                "AI news",
+                "https://news.example/ai",
+                "Models got smaller.",
+                "news.example",
+            )
+        ]
+
+    monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
+    monkeypatch.setattr(chat_module, "search_web", fake_search)
+    on = await graph.ainvoke(
+        _ask("What is the latest news about AI?"), context=Context(user=user.name)
+    )
+    assert on["route"] == "web_search" and on["model_used"] == "web_search_extractive"
+    assert on["sources"] == ["https://news.example/ai"]
+
+
+async def test_a_correction_reaches_its_user_only(services, new_user, recorder):
+    alice, bob = await new_user("corr"), await new_user("corr")
+    for user in (alice, bob):
+        await ingest_bytes(
+            services,
+            user.id,
+            f"The lighthouse lamp is lit at dusk. ({user.name})".encode(),
+            "l.txt",
+        )
+    await submit_correction(
+        services,
+        alice.id,
+        "The lamp is lit at six o'clock sharp, not at dusk.",
+        question="When is the lighthouse lamp lit?",
+    )
+    await graph.ainvoke(_ask("When is the lighthouse lamp lit?"), context=Context(user=alice.name))
+    assert "six o'clock" in recorder.prompts[-1][-1].content
+    await graph.ainvoke(_ask("When is the lighthouse lamp lit?"), context=Context(user=bob.name))
+    assert "six o'clock" not in recorder.prompts[-1][-1].content
+
+
+async def test_follow_ups_use_memory_and_every_field_is_saved(services, new_user):
+    user = await new_user("memory")
+    await ingest_bytes(
+        services,
+        user.id,
+        b"The walrus and the carpenter walked on the beach eating oysters.",
+        "w.txt",
+    )
+    chat = str(uuid.uuid4())
+    ctx = Context(user=user.name, chat_id=chat)
+    await graph.ainvoke(_ask("Who walked with the walrus on the beach?"), context=ctx)
+    follow = await graph.ainvoke(_ask("What did they eat?"), context=ctx)
+    assert follow["route"] == "hybrid"
+    rows = await _rows(services, chat)
+    assert [r.role for r in rows] == ["user", "assistant"] * 2
+    answer = rows[-1]
+    assert answer.route == "hybrid" and answer.model_used == "investigator_extractive"
+    assert answer.retrieved_chunk_ids and answer.chunk_map and answer.sources
+    assert answer.tokens_used > 0 and answer.retrieval_metrics["results"] >= 1
+    async with services.engine.connect() as conn:
+        summary = (
+            await conn.execute(
+                text("SELECT conversation_summary FROM chats WHERE id = :c"), {"c": uuid.UUID(chat)}
+            )
+        ).scalar()
+    assert "walrus" in summary.lower() and "eat" in summary.lower()
+
+
+async def test_monthly_limit_refuses_before_any_work(services, new_user, monkeypatch):
+    user = await new_user("limit")
+    await ingest_bytes(services, user.id, b"The bakery sells rye bread.", "b.txt")
+    monkeypatch.setattr(services.settings, "monthly_message_limit", 1)
+    chat = str(uuid.uuid4())
+    ok = await graph.ainvoke(
+        _ask("What does the bakery sell?"), context=Context(user=user.name, chat_id=chat)
+    )
+    assert ok["route"] == "hybrid"
+    refused = await graph.ainvoke(_ask("What else?"), context=Context(user=user.name, chat_id=chat))
+    assert "limit of 1 messages" in refused["answer"] and refused["model_used"] == "monthly_limit"
+    assert len(await _rows(services, chat)) == 2  # the refused turn is neither saved nor counted

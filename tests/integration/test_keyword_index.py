@@ -1,0 +1,366 @@
+"""The in-memory BM25 copy: exact scores, incremental loads, deletes, visibility and the
+background load — unit tests on hand-made postings, then against the real Postgres."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from agent.db.chunks import BM25Params, keyword_search
+from agent.db.postings import PostingsBatch, VisibleDocument, library_state, visible_documents
+from agent.db.scope import SearchScope
+from agent.ingest.pipeline import ingest_bytes
+from agent.library.documents import delete_user_document
+from agent.retrieval.keyword_index import KeywordIndexes, ReaderIndex, documents_fingerprint
+from agent.retrieval.search import SearchOptions, search
+
+# --- unit: hand-made postings ---------------------------------------------------------------
+
+
+def _doc(doc_id: str, version: str = "v1", chunks: int = 2, tokens: int = 10):
+    return VisibleDocument(doc_id, version, chunks, tokens)
+
+
+def _batch(docs, chunk_doc, tokens, terms) -> PostingsBatch:
+    ids = [uuid.UUID(int=i + 1 + 100 * len(docs[0].id)) for i in range(len(chunk_doc))]
+    return PostingsBatch(
+        tuple(docs),
+        ids,
+        np.array(chunk_doc, dtype=np.int32),
+        np.array(tokens, dtype=np.float32),
+        {
+            t: (np.array(r, dtype=np.int32), np.array(f, dtype=np.float32))
+            for t, (r, f) in terms.items()
+        },
+    )
+
+
+def _bm25(tf, dl, df, n, avgdl, k1=1.2, b=0.75):
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+
+def _two_documents() -> tuple[ReaderIndex, list[VisibleDocument], PostingsBatch]:
+    docs = [_doc("a", chunks=2, tokens=10), _doc("b", chunks=1, tokens=8)]
+    batch = _batch(
+        docs,
+        chunk_doc=[0, 0, 1],
+        tokens=[4, 6, 8],
+        terms={"lamp": ([0, 2], [2, 1]), "keeper": ([1], [1])},
+    )
+    index = ReaderIndex()
+    index.add(batch)
+    return index, docs, batch
+
+
+def test_scores_are_okapi_bm25_computed_by_hand():
+    index, docs, batch = _two_documents()
+    view = index.make_view(docs)
+    hits = index.score(view, ["lamp", "keeper", "lamp", "absent"], 10, BM25Params())
+    n, avgdl = 3, 18 / 3
+    expected = {
+        batch.chunk_ids[0]: _bm25(2, 4, 2, n, avgdl),
+        batch.chunk_ids[1]: _bm25(1, 6, 1, n, avgdl),  # the rarer term weighs more
+        batch.chunk_ids[2]: _bm25(1, 8, 2, n, avgdl),
+    }
+    assert {h.chunk_id: h.score for h in hits} == pytest.approx(expected)
+    assert [h.score for h in hits] == pytest.approx(sorted(expected.values(), reverse=True))
+    assert index.score(view, ["lamp"], 1, BM25Params())[0].chunk_id == batch.chunk_ids[0]
+    assert index.score(view, ["absent"], 5, BM25Params()) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_k_selection_equals_ranking_every_row(seed):
+    """Random postings with many tied scores: the selection over the best postings gives
+    exactly the first k of a full ranking by (score desc, chunk id)."""
+    rng = np.random.default_rng(seed)
+    rows, docs = 400, [_doc("d", chunks=400, tokens=4000)]
+    vocabulary = [f"t{i}" for i in range(12)]
+    terms = {}
+    for term in vocabulary:
+        hit = np.sort(rng.choice(rows, int(rng.integers(1, 200)), replace=False))
+        terms[term] = (hit.tolist(), rng.integers(1, 3, len(hit)).tolist())
+    tokens = rng.integers(5, 8, rows).tolist()  # few lengths: many equal scores
+    batch = _batch(docs, [0] * rows, tokens, terms)
+    index = ReaderIndex()
+    index.add(batch)
+    view = index.make_view(docs)
+    query = list(rng.choice(vocabulary, 4, replace=False))
+    full = index.score(view, query, rows, BM25Params())
+    for k in (1, 3, 10, 40):
+        assert index.score(view, query, k, BM25Params()) == full[:k]
+    ordered = sorted(full, key=lambda h: (-h.score, h.chunk_id))
+    assert full == ordered and len({h.chunk_id for h in full}) == len(full)
+
+
+def test_a_view_scores_only_its_visible_documents_with_their_statistics():
+    index, docs, batch = _two_documents()
+    only_b = index.make_view([docs[1]])
+    hits = index.score(only_b, ["lamp"], 10, BM25Params())
+    assert [h.chunk_id for h in hits] == [batch.chunk_ids[2]]
+    assert hits[0].score == pytest.approx(_bm25(1, 8, 1, 1, 8))  # N, df, avgdl of b alone
+    assert index.view(documents_fingerprint([docs[1]])) is only_b
+
+
+def test_a_new_version_replaces_the_old_rows_and_compaction_keeps_scores():
+    index, docs, _ = _two_documents()
+    a2 = _doc("a", version="v2", chunks=1, tokens=5)
+    newer = _batch([a2], chunk_doc=[0], tokens=[5], terms={"keeper": ([0], [3])})
+    before = index.rows
+    index.add(newer)
+    assert index.missing([a2, docs[1]]) == []
+    assert index.missing([docs[0]]) == [docs[0]]  # v1 is no longer held
+    # a's two old rows died; 2 of 4 rows dead triggers compaction
+    assert index.rows == before + 1 - 2 and index.dead_rows == 0
+    view = index.make_view([a2, docs[1]])
+    assert view.visible is None  # nothing hidden, nothing dead
+    keeper = index.score(view, ["keeper"], 10, BM25Params())
+    assert [h.chunk_id for h in keeper] == [newer.chunk_ids[0]]
+    lamp = index.score(view, ["lamp"], 10, BM25Params())
+    assert len(lamp) == 1 and lamp[0].score == pytest.approx(_bm25(1, 8, 1, 2, 13 / 2))
+
+
+def test_forgetting_documents_removes_their_rows():
+    index, docs, batch = _two_documents()
+    index.forget_missing([docs[1]])  # "a" was deleted
+    assert "a" not in index.slots and index.missing([docs[0]]) == [docs[0]]
+    view = index.make_view([docs[1]])
+    assert {h.chunk_id for h in index.score(view, ["lamp", "keeper"], 10, BM25Params())} == {
+        batch.chunk_ids[2]
+    }
+
+
+# --- against Postgres ----------------------------------------------------------------------
+
+
+async def _ingest(services, user, body: str):
+    return await ingest_bytes(services, user.id, f"{body} {uuid.uuid4().hex}".encode(), "n.txt")
+
+
+async def _rankings(services, indexes: KeywordIndexes, scope: SearchScope, query: str, k=20):
+    async with services.engine.connect() as conn:
+        state = await library_state(conn, scope, [query])
+    found = await indexes.rankings(services.engine, scope, state, k, BM25Params())
+    return None if found is None else found[0]
+
+
+async def test_memory_scores_equal_exhaustive_sql_scores(services, alice_reader):
+    alice, result = alice_reader
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    scope = SearchScope(user_id=alice.id)
+    named = SearchScope(alice.id, (result.document_id,))  # SQL scores named documents fully
+    for question in ("the Mock Turtle sang about soup", "Who is Alice's cat Dinah?"):
+        memory = await _rankings(services, indexes, scope, question, 40)
+        async with services.engine.connect() as conn:
+            exact = await keyword_search(conn, named, question, 40)
+        assert memory and [h.score for h in memory] == pytest.approx([h.score for h in exact])
+        cut = exact[-1].score + 1e-6  # equal scores at the cut may differ
+        assert {h.chunk_id for h in memory if h.score > cut} == {
+            h.chunk_id for h in exact if h.score > cut
+        }
+
+
+async def test_fingerprints_agree_and_views_are_reused(services, new_user):
+    user = await new_user("kw-fp")
+    await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    scope = SearchScope(user_id=user.id)
+    async with services.engine.connect() as conn:
+        state = await library_state(conn, scope, ["Keepers polish lamps!"])
+        listed = await visible_documents(conn, scope)
+    assert state.fingerprint == documents_fingerprint(listed)
+    assert set(state.query_terms[0]) == {"keeper", "polish", "lamp"}
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    await _rankings(services, indexes, scope, "lamp")
+    assert indexes.reader(user.id).view(state.fingerprint) is not None
+
+
+async def test_ingest_loads_one_document_and_delete_forgets_it(services, new_user):
+    user = await new_user("kw-incr")
+    first = await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    scope = SearchScope(user_id=user.id)
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    assert await _rankings(services, indexes, scope, "lighthouse")
+    index = indexes.reader(user.id)
+    slot, held = index.slots[str(first.document_id)], index.postings
+
+    second = await _ingest(services, user, "A second lighthouse stands on the cliff.")
+    hits = await _rankings(services, indexes, scope, "lighthouse")
+    assert {h.chunk_id for h in hits} == await _chunk_ids(services, user.id)
+    assert index.slots[str(first.document_id)] == slot  # not loaded again
+    assert index.postings > held
+
+    await delete_user_document(services, user.id, second.document_id)
+    hits = await _rankings(services, indexes, scope, "lighthouse cliff")
+    assert {h.chunk_id for h in hits} == await _chunk_ids(services, user.id)
+    assert str(second.document_id) not in index.slots
+
+
+async def _chunk_ids(services, user_id) -> set[uuid.UUID]:
+    async with services.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.user_id = :u"
+            ),
+            {"u": user_id},
+        )
+        return {r.id for r in rows}
+
+
+async def test_visibility_comes_from_postgres_on_every_search(services, new_user):
+    """Another user's chunks are never scored; a share shows up and a revoke hides it at
+    once, although the shared document's postings are still held in memory."""
+    owner, reader = await new_user("kw-owner"), await new_user("kw-reader")
+    doc = await _ingest(services, owner, "The lighthouse keeper polishes the lamp.")
+    mine = await _ingest(services, reader, "My own lighthouse notes.")
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    scope = SearchScope(user_id=reader.id)
+    own_only = await _chunk_ids(services, reader.id)
+    assert {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")} == own_only
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": doc.document_id, "u": reader.id},
+        )
+    shared = {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")}
+    assert shared == own_only | await _chunk_ids(services, owner.id)
+    narrowed = SearchScope(reader.id, (mine.document_id,))
+    assert {
+        h.chunk_id for h in await _rankings(services, indexes, narrowed, "lighthouse")
+    } == own_only
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": reader.id},
+        )
+    assert {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")} == own_only
+
+
+async def test_the_listed_visible_set_is_the_visible_set(services, new_user):
+    """The index-friendly listing (own documents, then shares) admits exactly what the
+    membership test does, under every filter, share and revoke."""
+    owner, reader = await new_user("list-owner"), await new_user("list-reader")
+    theirs = await _ingest(services, owner, "A shared page about tides.")
+    hidden = await _ingest(services, owner, "An unshared page about tides.")
+    mine = await _ingest(services, reader, "My page about tides.")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": theirs.document_id, "u": reader.id},
+        )
+
+    async def both(scope: SearchScope) -> tuple[set, set]:
+        visible, params = scope.visible_documents_sql()
+        listed, _ = scope.listed_documents_sql("d.id")
+        async with services.engine.connect() as conn:
+            admitted = {r[0] for r in await conn.execute(text(visible), params)}
+            returned = [r[0] for r in await conn.execute(text(listed), params)]
+        assert len(returned) == len(set(returned))  # each document once
+        return admitted, set(returned)
+
+    everything = {mine.document_id, theirs.document_id, hidden.document_id}
+    scopes = {
+        "library": (SearchScope(reader.id), {mine.document_id, theirs.document_id}),
+        "own only": (SearchScope(reader.id, include_shared=False), {mine.document_id}),
+        "named": (
+            SearchScope(reader.id, tuple(everything)),
+            {mine.document_id, theirs.document_id},
+        ),
+        "corpus": (SearchScope(reader.id, corpus="elsewhere"), set()),
+        "type": (SearchScope(reader.id, doc_types=("txt", "document")), None),
+    }
+    for name, (scope, expected) in scopes.items():
+        admitted, listed = await both(scope)
+        assert listed == admitted, name
+        if expected is not None:
+            assert listed == expected, name
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": reader.id},
+        )
+    admitted, listed = await both(SearchScope(reader.id))
+    assert listed == admitted == {mine.document_id}
+
+
+async def test_a_big_first_load_runs_in_the_background_while_sql_answers(
+    services, new_user, monkeypatch
+):
+    user = await new_user("kw-bg")
+    await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    scope = SearchScope(user_id=user.id)
+    indexes = KeywordIndexes(10_000_000, sync_load_tokens=0)
+    assert await _rankings(services, indexes, scope, "lighthouse") is None
+    index = indexes.reader(user.id)
+    assert index.background is not None
+    await index.background
+    assert await _rankings(services, indexes, scope, "lighthouse")
+
+    monkeypatch.setattr(services, "keyword_indexes", KeywordIndexes(10_000_000, 0))
+    result = await search(services, scope, "lighthouse keeper", SearchOptions(use_cache=False))
+    assert result.chunks and not result.metrics.failures  # answered by SQL meanwhile
+    await services.keyword_indexes.close()
+
+
+async def test_least_recently_used_readers_are_dropped(services, new_user):
+    users = [await new_user("kw-lru") for _ in range(3)]
+    for user in users:
+        await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    indexes = KeywordIndexes(max_postings=1, sync_load_tokens=10_000_000)
+    for user in users:
+        await _rankings(services, indexes, SearchScope(user_id=user.id), "lamp")
+    assert list(indexes._readers) == [users[-1].id]
+
+
+# --- the reads around it ---------------------------------------------------------------------
+
+
+def test_sqlalchemy_parameters_become_psycopg_ones_with_casts_kept():
+    from agent.db.driver import pyformat
+
+    sql = "SELECT CAST(:q AS vector), x::text, '%' FROM t WHERE a = :a AND b = ANY(:ids)"
+    assert pyformat(sql, binary={"q", "ids"}) == (
+        "SELECT CAST(%(q)b AS vector), x::text, '%%' FROM t WHERE a = %(a)s AND b = ANY(%(ids)b)"
+    )
+
+
+async def test_candidate_reads_never_return_chunks_outside_the_scope(services, new_user):
+    from agent.db.chunks import candidate_records, dense_candidates
+
+    mine, theirs = await new_user("kw-cand"), await new_user("kw-cand")
+    await _ingest(services, mine, "The lighthouse keeper polishes the lamp.")
+    await _ingest(services, theirs, "The lighthouse keeper polishes the lamp.")
+    foreign = await _chunk_ids(services, theirs.id)
+    scope = SearchScope(user_id=mine.id)
+    vector = services.embeddings.embedder.embed_query("lighthouse keeper")
+    async with services.engine.connect() as conn:
+        records, vectors = await candidate_records(conn, scope, list(foreign))
+        assert records == {} and vectors == {}
+        hits, records, vectors = await dense_candidates(conn, scope, vector, 10)
+    assert {h.chunk_id for h in hits} == set(records) == set(vectors)
+    assert set(records) == await _chunk_ids(services, mine.id)
+    assert all(r.parent_text is None for r in records.values())  # parents come later
+
+
+async def test_search_given_the_query_vector_is_the_same_search(services, alice_reader):
+    from agent.retrieval.search import clear_search_cache
+
+    alice, _ = alice_reader
+    scope = SearchScope(user_id=alice.id)
+    question = "Who is Alice's cat?"
+    clear_search_cache()
+    plain = await search(services, scope, question, SearchOptions(k=5, use_cache=False))
+    vector = services.embeddings.embedder.embed_query(question)
+    given = await search(
+        services, scope, question, SearchOptions(k=5, use_cache=False), query_vector=vector
+    )
+    assert [c.record.id for c in given.chunks] == [c.record.id for c in plain.chunks]
+    assert [c.similarity for c in given.chunks] == pytest.approx(
+        [c.similarity for c in plain.chunks]
+    )
+    assert all(c.record.parent_text for c in given.chunks)  # parents read for the chosen
+    assert given.metrics.stages_ms["embed"] == 0.0

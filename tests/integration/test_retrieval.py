@@ -1,0 +1,502 @@
+"""The retrieval pipeline: filters, boosts, every fallback layer, expansion, rerank, cache,
+timeout, context building and isolation — against the real Postgres + pgvector."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from sqlalchemy import text
+
+from agent.db.chunks import ChunkRecord, any_chunks
+from agent.db.read_pool import APPLICATION_NAME
+from agent.db.scope import SearchScope, window_start
+from agent.ingest.pipeline import ingest_bytes
+from agent.ingest.sources import IngestRequest, ingest_source
+from agent.library.documents import delete_user_document
+from agent.retrieval import search as search_module
+from agent.retrieval.boosts import prefer_authoritative, tag_boost, tag_overlap, time_decay
+from agent.retrieval.context import build_context, truncate_words
+from agent.retrieval.expansion import expand_query, parse_rewrites
+from agent.retrieval.knowledge import snippet
+from agent.retrieval.rerank import llm_scores, parse_scores
+from agent.retrieval.search import SearchOptions, clear_search_cache, search
+from agent.retrieval.types import RetrievedChunk
+
+LIGHTHOUSE = "The lighthouse keeper polishes the great lamp every evening before the storm."
+BAKERY = "The village bakery sells rye bread and honey cakes on market days."
+ORCHARD = "Apple trees in the orchard bloom in spring and are harvested in autumn."
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_search_cache()
+    yield
+    clear_search_cache()
+
+
+async def _doc(services, user, body: str, name: str = "note.txt", **kwargs):
+    return await ingest_bytes(
+        services, user.id, f"{body} ({uuid.uuid4().hex[:6]})".encode(), name, **kwargs
+    )
+
+
+async def _sql(services, sql: str, **params):
+    async with services.engine.begin() as conn:
+        await conn.execute(text(sql), params)
+
+
+def _ids(result) -> list[uuid.UUID]:
+    return [c.record.document_id for c in result.chunks]
+
+
+# --- unit: boosts, windows, expansion, rerank, context ---------------------------------------
+
+
+def test_time_decay_tag_boost_and_authority_ties():
+    now = datetime(2026, 1, 10, tzinfo=UTC)
+    assert time_decay(now, 7, 0.1, now) == 1.0
+    assert math.isclose(time_decay(now - timedelta(days=7), 7, 0.1, now), math.exp(-1))
+    assert time_decay(now - timedelta(days=70), 7, 0.25, now) == 0.25  # the floor
+    assert tag_overlap("lighthouse lamp repairs", ["Lighthouse", "lamp"]) == pytest.approx(2 / 3)
+    assert tag_boost("lighthouse", ["lighthouse"], 0.2) == pytest.approx(1.2)
+    assert tag_boost("bread", ["lighthouse"], 0.2) == 1.0
+    items = [("t1", 1.0, True), ("d1", 0.995, False), ("d2", 0.5, False), ("t2", 0.49, True)]
+    ordered = prefer_authoritative(items, lambda x: x[1], lambda x: x[2], ratio=0.02)
+    assert [x[0] for x in ordered] == ["d1", "t1", "d2", "t2"]
+
+
+def test_time_windows():
+    now = datetime(2026, 1, 10, 12, tzinfo=UTC)
+    assert window_start("24h", now) == now - timedelta(hours=24)
+    assert window_start("48h", now) == now - timedelta(hours=48)
+    assert window_start("1w", now) == now - timedelta(weeks=1)
+    assert window_start("all", now) is None and window_start(None) is None
+    with pytest.raises(ValueError, match="time window"):
+        window_start("2d")  # type: ignore[arg-type]
+
+
+async def test_expansion_classifies_then_rewrites_within_four_queries():
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage("Procedural."),
+                AIMessage(
+                    "1. steps to polish a lamp\n- How to polish the lamp?\nlamp care\nextra one"
+                ),
+            ]
+        )
+    )
+    expansion = await expand_query(model, "How to polish the lamp?", max_queries=4)
+    assert expansion.intent == "procedural"
+    assert expansion.queries == [
+        "How to polish the lamp?",
+        "steps to polish a lamp",
+        "lamp care",
+        "extra one",
+    ]
+    assert parse_rewrites('"a b c"\n\nA B C\nx', "orig", 3) == ["a b c"]
+
+
+async def test_rerank_scores_are_parsed_and_bounded():
+    assert parse_scores("1: 3\n[2] = 9.5\n3 - 42\nnoise", 4) == [3.0, 9.5, 10.0, 0.0]
+    model = GenericFakeChatModel(messages=iter([AIMessage("1: 2\n2: 8")]))
+    assert await llm_scores(model, "q", ["a", "b"]) == [2.0, 8.0]
+
+
+def _chunk(text_: str, parent: uuid.UUID | None = None, parent_text: str | None = None, n=0):
+    record = ChunkRecord(
+        id=uuid.uuid4(),
+        document_id=uuid.uuid4(),
+        parent_id=parent,
+        chunk_index=n,
+        text=text_,
+        chapter_title="Chapter 1",
+        section_title=None,
+        page=n + 1,
+        document_title="Book",
+        author=None,
+        file_type="txt",
+        doc_type="BOOK",
+        owner_id=uuid.uuid4(),
+        document_created_at=datetime.now(UTC),
+        parent_text=parent_text,
+        tags=[],
+        has_embedding=True,
+    )
+    return RetrievedChunk(record, f"#chk_{n:08x}", 1.0, 0.9, None)
+
+
+def test_context_uses_each_parent_once_and_drops_repeated_sentences():
+    parent = uuid.uuid4()
+    first = "The keeper climbed the tower. He lit the lamp at dusk."
+    second = "Ships passed the rocks safely. The keeper slept at dawn."
+    parent_text = f"{first} {second} " + "Gulls circled the cliffs all day. " * 80
+    a = _chunk(first, parent, parent_text, 0)
+    b = _chunk(second, parent, parent_text, 1)
+    c = _chunk("The keeper climbed the tower! He lit the lamp at dusk.", None, None, 2)
+    built = build_context([a, b, c], max_chars=5000, parent_chars=400, overlap=0.8)
+    assert built.text.count("Gulls circled") <= 12  # one window of the parent, not two
+    assert built.bodies[a.citation_id].startswith("The keeper climbed")
+    assert len(built.bodies[a.citation_id]) <= 400 + len(first) + 2
+    # b's sentences are inside a's parent window: b adds nothing new and is left out
+    assert b.citation_id not in built.bodies
+    assert c.citation_id not in built.bodies and built.dropped_sentences >= 2
+    assert built.sources == ["Book, Chapter 1 (p. 1)"]
+    assert set(built.chunk_map) == set(built.bodies)
+    tight = build_context([a, c], max_chars=120, parent_chars=400)
+    assert len(tight.text) <= 120 + 60 and tight.chunks == [a]
+    compressed = build_context([a], 5000, 400, paragraphs={a.citation_id: "[Partial]: He lit it."})
+    assert "[Partial]: He lit it." in compressed.text
+    assert truncate_words("alpha beta gamma delta", 12) == "alpha beta…"
+
+
+def test_snippets_are_query_aware_and_bounded():
+    body = " ".join(f"Sentence {i} is about nothing much at all." for i in range(30))
+    body += " The lighthouse keeper polishes the lamp. " + body
+    found = snippet(body, "who polishes the lighthouse lamp?", 120)
+    assert "lighthouse keeper polishes" in found and len(found) <= 120
+
+
+# --- integration: filters, layers, cache, timeout, isolation --------------------------------
+
+
+async def test_filters_corpus_document_type_and_time_window(services, new_user):
+    user = await new_user("filters")
+    light = await _doc(services, user, LIGHTHOUSE, corpus="coast")
+    bake = await _doc(services, user, BAKERY, corpus="village")
+    await _sql(
+        services,
+        "UPDATE documents SET created_at = now() - interval '3 days' WHERE id = :d",
+        d=bake.document_id,
+    )
+    scope = SearchScope(user_id=user.id)
+    assert set(_ids(await search(services, scope, "lamp bread", SearchOptions(k=5)))) == {
+        light.document_id,
+        bake.document_id,
+    }
+    only = await search(services, SearchScope(user_id=user.id, corpus="village"), "lamp bread")
+    assert set(_ids(only)) == {bake.document_id}
+    by_doc = SearchScope(user_id=user.id, document_ids=(light.document_id,))
+    assert set(_ids(await search(services, by_doc, "bread"))) <= {light.document_id}
+    recent = SearchScope(user_id=user.id, created_after=window_start("24h"))
+    assert set(_ids(await search(services, recent, "lamp bread"))) == {light.document_id}
+    week = SearchScope(user_id=user.id, created_after=window_start("1w"))
+    assert len(set(_ids(await search(services, week, "lamp bread")))) == 2
+    typed = SearchScope(user_id=user.id, doc_types=("FAQ",))
+    assert (await search(services, typed, "lamp")).chunks == []
+
+
+async def test_time_decay_and_transcript_tags_reorder(services, new_user, monkeypatch):
+    user = await new_user("boost")
+    old = await _doc(services, user, LIGHTHOUSE)
+    new = await _doc(services, user, LIGHTHOUSE.replace("every evening", "each evening"))
+    await _sql(
+        services,
+        "UPDATE documents SET created_at = now() - interval '30 days' WHERE id = :d",
+        d=old.document_id,
+    )
+    scope = SearchScope(user_id=user.id)
+    monkeypatch.setattr(services.settings, "time_decay_half_life_days", 2.0)
+    decayed = await search(services, scope, "lighthouse keeper lamp", SearchOptions(k=2))
+    assert _ids(decayed)[0] == new.document_id
+    assert decayed.chunks[1].score <= decayed.chunks[0].score * 0.51  # floor 0.5
+
+    monkeypatch.setattr(services.settings, "time_decay_half_life_days", None)
+    tagged = await new_user("boost")
+    doc = await _doc(services, tagged, ORCHARD)
+    voice = await ingest_source(
+        services,
+        tagged.id,
+        IngestRequest(
+            raw_text=ORCHARD.replace("Apple", "Pear"), tags=["pear", "orchard", "harvest"]
+        ),
+    )
+    plain = await search(
+        services, SearchScope(user_id=tagged.id), "trees bloom", SearchOptions(k=2)
+    )
+    assert _ids(plain)[0] == doc.document_id  # near-tie: the document before the transcript
+    boosted = await search(
+        services, SearchScope(user_id=tagged.id), "pear orchard harvest", SearchOptions(k=2)
+    )
+    assert _ids(boosted)[0] == voice.document_id
+
+
+async def test_every_fallback_layer(services, new_user, monkeypatch):
+    user = await new_user("layers")
+    doc = await _doc(services, user, LIGHTHOUSE)
+    scope = SearchScope(user_id=user.id)
+    q = "who polishes the lighthouse lamp"
+
+    async def layer(threshold, **opts):
+        result = await search(
+            services, scope, q, SearchOptions(threshold=threshold, use_cache=False, **opts)
+        )
+        assert all(c.layer == result.layer == result.metrics.layer for c in result.chunks)
+        return result
+
+    assert (await layer(0.0)).layer == "hybrid"
+    assert (await layer(0.0, mode="dense")).layer == "vector"
+    assert (await layer(0.99)).layer == "low_threshold"  # nothing >= 0.99, something >= 0.3
+    monkeypatch.setattr(services.settings, "threshold_fallback", 0.995)
+    assert (await layer(0.99)).layer == "any_embedded"
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("keyword index unavailable")
+
+    with monkeypatch.context() as m:
+        m.setattr(search_module, "keyword_rankings", broken)
+        vector = await layer(0.0)
+        assert vector.layer == "vector" and vector.chunks
+        assert vector.metrics.failures == ["keyword: RuntimeError"]
+
+    await _sql(
+        services,
+        "UPDATE child_chunks SET embedding = NULL WHERE document_id = :d",
+        d=doc.document_id,
+    )
+    last = await layer(0.5)
+    assert last.layer == "any_chunk" and _ids(last) == [doc.document_id]
+    nobody = await new_user("layers")
+    none = await search(services, SearchScope(user_id=nobody.id), q, SearchOptions(threshold=0.5))
+    assert none.layer == "none" and none.chunks == []
+
+
+async def test_cache_hits_until_the_library_changes(services, new_user):
+    user = await new_user("cache")
+    first_doc = await _doc(services, user, BAKERY)
+    scope = SearchScope(user_id=user.id)
+    first = await search(services, scope, "rye bread")
+    again = await search(services, scope, "  rye   bread ")
+    assert not first.metrics.cache_hit and again.metrics.cache_hit
+    assert _ids(again) == _ids(first)
+    other = await _doc(services, user, "Rye bread needs a sourdough starter.")
+    fresh = await search(services, scope, "rye bread")
+    assert not fresh.metrics.cache_hit and other.document_id in _ids(fresh)
+    await delete_user_document(services, user.id, first_doc.document_id)
+    after = await search(services, scope, "rye bread")
+    assert not after.metrics.cache_hit and first_doc.document_id not in _ids(after)
+
+
+async def test_any_chunks_lists_the_newest_documents_in_reading_order(services, new_user):
+    user = await new_user("any-chunks")
+    long = " ".join(f"Paragraph {i}. " + BAKERY * 12 + "\n\n" for i in range(12))
+    for body in (long, ORCHARD, long):
+        await _doc(services, user, body)
+    scope = SearchScope(user_id=user.id)
+    async with services.engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.user_id = :u ORDER BY d.created_at DESC, d.id, c.chunk_index"
+            ),
+            {"u": user.id},
+        )
+        expected = [r.id for r in rows]
+        assert len(expected) > 10  # the long documents span several chunks
+        for k in (1, 5, len(expected) + 3):
+            assert await any_chunks(conn, scope, k) == expected[:k]
+
+
+async def test_a_slow_retriever_times_out_and_the_other_answers(services, new_user, monkeypatch):
+    user = await new_user("slow")
+    await _doc(services, user, ORCHARD)
+    real = search_module.dense_candidates
+
+    async def slow(*args, **kwargs):
+        await asyncio.sleep(5)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "dense_candidates", slow)
+    monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.5)
+    started = asyncio.get_running_loop().time()
+    result = await search(services, SearchScope(user_id=user.id), "apple orchard")
+    assert asyncio.get_running_loop().time() - started < 3
+    assert result.metrics.timed_out and result.chunks  # BM25 was ready
+
+
+async def test_given_the_vector_dense_reads_while_the_library_state_is_read(
+    services, new_user, monkeypatch
+):
+    user = await new_user("lanes")
+    await _doc(services, user, ORCHARD)
+    scope = SearchScope(user_id=user.id)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    loop = asyncio.get_running_loop()
+    seen: dict[str, float] = {}
+    real_state, real_dense = search_module.library_state, search_module.dense_candidates
+
+    async def slow_state(*args, **kwargs):
+        await asyncio.sleep(0.3)
+        state = await real_state(*args, **kwargs)
+        seen["state done"] = loop.time()
+        return state
+
+    async def dense(*args, **kwargs):
+        seen.setdefault("dense sent", loop.time())
+        seen["dense reads"] = seen.get("dense reads", 0) + 1
+        return await real_dense(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "library_state", slow_state)
+    monkeypatch.setattr(search_module, "dense_candidates", dense)
+    first = await search(services, scope, "apple orchard", query_vector=vector)
+    assert first.chunks and not first.metrics.failures
+    assert seen["dense sent"] < seen["state done"] - 0.2  # not queued behind the state read
+    assert _reads_in_use(services) == 0  # both connections given back
+
+    # a search that may be cached reads the state first, and a hit reads nothing else
+    again = await search(services, scope, "apple orchard", query_vector=vector)
+    assert again.metrics.cache_hit and seen["dense reads"] == 1
+
+
+def _reads_in_use(services) -> int:
+    """Connections of the search read pool handed out and not given back."""
+    stats = services.read_pool.stats()
+    return stats["pool_size"] - stats["pool_available"]
+
+
+async def test_a_failed_read_gives_its_connection_back(services, new_user, monkeypatch):
+    user = await new_user("failed-read")
+    await _doc(services, user, ORCHARD)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+
+    async def broken(conn, *args, **kwargs):
+        await conn.execute("SELECT no_such_column FROM documents")
+
+    monkeypatch.setattr(search_module, "dense_candidates", broken)
+    result = await search(
+        services, SearchScope(user_id=user.id), "apple orchard", query_vector=vector
+    )
+    assert result.chunks  # the keyword side answered
+    assert any(f.startswith("dense:") for f in result.metrics.failures)
+    assert _reads_in_use(services) == 0
+
+
+async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkeypatch):
+    user = await new_user("cut-read")
+    await _doc(services, user, ORCHARD)
+    scope, options = SearchScope(user_id=user.id), SearchOptions(use_cache=False)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    real = search_module.dense_candidates
+
+    async def stuck(conn, *args, **kwargs):  # a query still running on the server
+        await conn.execute("SELECT pg_sleep(5)")
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(search_module, "dense_candidates", stuck)
+    monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.4)
+    for _ in range(3):
+        cut = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert cut.metrics.timed_out and cut.chunks  # BM25 answered in time
+    assert _reads_in_use(services) == 0
+    monkeypatch.setattr(search_module, "dense_candidates", real)
+    for _ in range(8):  # every pooled connection is usable again
+        ok = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert not ok.metrics.timed_out and not ok.metrics.failures
+
+
+async def test_reads_survive_their_connections_being_dropped(services, new_user):
+    user = await new_user("dropped-read")
+    await _doc(services, user, ORCHARD)
+    scope, options = SearchScope(user_id=user.id), SearchOptions(use_cache=False)
+    vector = services.embeddings.embedder.embed_query("apple orchard")
+    first = await search(services, scope, "apple orchard", options, query_vector=vector)
+    with psycopg.connect(services.urls.libpq, autocommit=True) as conn:
+        dropped = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            [APPLICATION_NAME],
+        ).fetchone()[0]
+    assert dropped >= 2  # both connections the first search held, idle in the pool
+    for _ in range(3):
+        again = await search(services, scope, "apple orchard", options, query_vector=vector)
+        assert not again.metrics.failures and _ids(again) == _ids(first)
+    assert _reads_in_use(services) == 0
+
+
+class ScriptedModel(BaseChatModel):
+    """Intent, then rewrites, then rerank scores: 9 for passages about the bakery."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        prompt = str(messages[-1].content)
+        self.calls += 1
+        if "Passages:" in prompt:
+            lines = [ln for ln in prompt.splitlines() if re.match(r"^\[\d+\]", ln)]
+            reply = "\n".join(
+                f"{i}: {9 if 'bakery' in ln else 1}" for i, ln in enumerate(lines, start=1)
+            )
+        elif self.calls == 1:
+            reply = "factual"
+        else:
+            reply = "bread shop\nhoney cakes"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
+
+
+async def test_expansion_and_rerank_through_the_pipeline(services, new_user):
+    user = await new_user("expand")
+    await _doc(services, user, LIGHTHOUSE)
+    bakery = await _doc(services, user, BAKERY)
+    result = await search(
+        services,
+        SearchScope(user_id=user.id),
+        "what does the lighthouse sell",
+        SearchOptions(k=2, expand=True, rerank=True, diversify=False),
+        model=ScriptedModel(),
+    )
+    assert result.metrics.queries == ["what does the lighthouse sell", "bread shop", "honey cakes"]
+    assert result.metrics.intent == "factual" and result.metrics.reranked
+    assert _ids(result)[0] == bakery.document_id  # the reranker put it first
+    assert {"expand", "embed", "retrieve", "fuse", "rerank", "total"} <= set(
+        result.metrics.stages_ms
+    )
+
+
+async def test_no_other_users_chunks_under_any_mode_or_layer(services, new_user, monkeypatch):
+    alice, bob = await new_user("iso"), await new_user("iso")
+    await _doc(services, alice, LIGHTHOUSE)
+    bobs = await _doc(services, bob, LIGHTHOUSE.replace("keeper", "warden"))
+    gone = await _doc(services, alice, BAKERY)
+    await delete_user_document(services, alice.id, gone.document_id)
+    model = GenericFakeChatModel(
+        messages=iter([AIMessage("factual"), AIMessage("lamp\nwarden")] * 20)
+    )
+    scope = SearchScope(user_id=alice.id)
+    for threshold in (None, 0.0, 0.99):
+        for mode in ("hybrid", "dense", "bm25"):
+            for expand in (False, True):
+                result = await search(
+                    services,
+                    scope,
+                    "lighthouse warden lamp bread",
+                    SearchOptions(
+                        k=10, mode=mode, threshold=threshold, expand=expand, use_cache=False
+                    ),
+                    model=model,
+                )
+                owners = {c.record.owner_id for c in result.chunks}
+                assert owners <= {alice.id}, (mode, threshold, expand)
+                assert gone.document_id not in _ids(result)
+                assert bobs.document_id not in _ids(result)
+    monkeypatch.setattr(services.settings, "threshold_fallback", 0.999)
+    await _sql(
+        services,
+        "UPDATE child_chunks SET embedding = NULL WHERE document_id IN "
+        "(SELECT id FROM documents WHERE user_id = :u)",
+        u=alice.id,
+    )
+    last = await search(services, scope, "warden", SearchOptions(threshold=0.9, use_cache=False))
+    assert last.layer == "any_chunk" and {c.record.owner_id for c in last.chunks} == {alice.id}

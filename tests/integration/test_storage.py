@@ -1,0 +1,288 @@
+"""Ingestion and retrieval against the real embedded Postgres + pgvector."""
+
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+from agent.db import documents
+from agent.db.engine import EmbeddingMismatchError, ensure_embedding_store
+from agent.db.scope import SearchScope
+from agent.ingest.pipeline import ingest_file
+from agent.retrieval.citations import citation_id
+from agent.retrieval.hybrid import hybrid_search
+from tests.support.paths import ALICE
+
+
+async def _count(services, sql: str, **params) -> int:
+    async with services.engine.connect() as conn:
+        return (await conn.execute(text(sql), params)).scalar()
+
+
+async def test_ingest_stores_parents_children_vectors_and_keyword_stats(services, alice_reader):
+    user, result = alice_reader
+    assert result.status in ("ingested", "duplicate")
+    doc = result.document_id
+    children = await _count(
+        services, "SELECT count(*) FROM child_chunks WHERE document_id = :d", d=doc
+    )
+    parents = await _count(
+        services, "SELECT count(*) FROM parent_chunks WHERE document_id = :d", d=doc
+    )
+    embedded = await _count(
+        services,
+        "SELECT count(*) FROM child_chunks WHERE document_id = :d AND embedding IS NOT NULL",
+        d=doc,
+    )
+    assert children > 150 and parents > 20 and embedded == children
+    dims = await _count(
+        services,
+        "SELECT vector_dims(embedding) FROM child_chunks WHERE document_id = :d LIMIT 1",
+        d=doc,
+    )
+    assert dims == services.embeddings.dimension
+    df = await _count(
+        services, "SELECT df FROM keyword_terms WHERE document_id = :d AND term = 'dinah'", d=doc
+    )
+    assert df >= 5
+    chaptered = await _count(
+        services,
+        "SELECT count(*) FROM child_chunks WHERE document_id = :d AND chapter_title LIKE 'CHAPTER%'",
+        d=doc,
+    )
+    assert chaptered >= children - 2  # only the title page precedes CHAPTER I
+    async with services.engine.connect() as conn:
+        stored = await conn.execute(
+            text("SELECT embedding_model FROM documents WHERE id = :d"), {"d": doc}
+        )
+        assert stored.scalar() == services.embeddings.name
+
+
+async def test_reingest_same_content_is_a_noop(services, alice_reader):
+    user, first = alice_reader
+    before = await _count(services, "SELECT count(*) FROM child_chunks")
+    again = await ingest_file(services, user.id, ALICE)
+    assert again.status == "duplicate"
+    assert again.document_id == first.document_id
+    assert await _count(services, "SELECT count(*) FROM child_chunks") == before
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
+    )
+
+
+async def test_changed_file_replaces_document_and_delete_removes_everything(
+    services, new_user, tmp_path
+):
+    user = await new_user("editor")
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe launch code word is PINEAPPLE. It was chosen in March.\n")
+    first = await ingest_file(services, user.id, path)
+    path.write_text("# Notes\n\nThe launch code word is MANGO. It was changed in May.\n")
+    second = await ingest_file(services, user.id, path)
+    assert second.status == "replaced"
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 1
+    )
+    assert (
+        await _count(
+            services,
+            "SELECT count(*) FROM child_chunks WHERE document_id = :d",
+            d=first.document_id,
+        )
+        == 0
+    )
+    hits = await hybrid_search(services, SearchScope(user_id=user.id), "launch code word", 5)
+    assert hits and all("MANGO" in h.record.text for h in hits)
+
+    async with services.engine.begin() as conn:
+        assert await documents.delete_document(conn, user.id, second.document_id)
+    for table in ("child_chunks", "parent_chunks", "keyword_terms", "keyword_postings"):
+        left = await _count(
+            services, f"SELECT count(*) FROM {table} WHERE document_id = :d", d=second.document_id
+        )
+        assert left == 0, table
+    assert await hybrid_search(services, SearchScope(user_id=user.id), "launch code word", 5) == []
+
+
+async def test_retrieval_is_isolated_between_users(services, alice_reader, new_user):
+    alice, _ = alice_reader
+    bob = await new_user("bob")
+    own = await hybrid_search(services, SearchScope(user_id=alice.id), "Dinah the cat", 5)
+    assert own and any("Dinah" in h.record.text for h in own)
+    assert all(h.record.owner_id == alice.id for h in own)
+    assert await hybrid_search(services, SearchScope(user_id=bob.id), "Dinah the cat", 5) == []
+    # a document id from another user is no way in either
+    doc_ids = (own[0].record.document_id,)
+    assert (
+        await hybrid_search(services, SearchScope(user_id=bob.id, document_ids=doc_ids), "Dinah", 5)
+        == []
+    )
+
+
+async def test_sharing_makes_a_document_visible_until_revoked(services, alice_reader, new_user):
+    alice, result = alice_reader
+    carol = await new_user("carol")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": result.document_id, "u": carol.id},
+        )
+    assert await hybrid_search(services, SearchScope(user_id=carol.id), "Dinah the cat", 3)
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": carol.id},
+        )
+    assert await hybrid_search(services, SearchScope(user_id=carol.id), "Dinah the cat", 3) == []
+
+
+async def test_hybrid_results_carry_stable_citation_ids_and_both_scores(services, alice_reader):
+    alice, _ = alice_reader
+    scope = SearchScope(user_id=alice.id)
+    first = await hybrid_search(services, scope, "the Mock Turtle's story", 5)
+    second = await hybrid_search(services, scope, "the Mock Turtle's story", 5)
+    assert [h.citation_id for h in first] == [h.citation_id for h in second]
+    for h in first:
+        assert h.citation_id == citation_id(h.record.id)
+    assert any(h.similarity is not None and h.keyword_score is not None for h in first)
+    # MMR keeps the most relevant first, then trades relevance for diversity
+    assert first[0].score == max(h.score for h in first)
+    assert len({h.record.parent_id for h in first}) == len(first)  # one child per parent
+    assert any("Mock Turtle" in h.record.text for h in first)
+
+
+async def test_keyword_side_finds_rare_exact_terms(services, alice_reader):
+    from agent.db.chunks import keyword_search
+
+    alice, _ = alice_reader
+    async with services.engine.connect() as conn:
+        hits = await keyword_search(conn, SearchScope(user_id=alice.id), "Quadrille lobster", 5)
+        found = await conn.execute(
+            text("SELECT text FROM child_chunks WHERE id = :i"), {"i": hits[0].chunk_id}
+        )
+        assert "Lobster" in found.scalar()
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_library_bm25_reads_top_postings_yet_scores_exactly(services, alice_reader, new_user):
+    """The library-wide BM25 (impact-ordered postings) agrees with exhaustive scoring, keeps
+    exact scores when it truncates posting lists, and reads documents shared with the user
+    through the same path until the share is revoked."""
+    from agent.db.chunks import BM25Params, keyword_search
+
+    alice, result = alice_reader
+    question = "the Mock Turtle sang about soup to the Gryphon"
+    async with services.engine.connect() as conn:
+        owned = await conn.execute(
+            text("SELECT id FROM documents WHERE user_id = :u"), {"u": alice.id}
+        )
+        # the same documents, named (scored over every posting) and as the whole library
+        everything = SearchScope(alice.id, tuple(r.id for r in owned))
+        library = SearchScope(user_id=alice.id)
+        exhaustive = await keyword_search(conn, everything, question, 400)
+        exact = {h.chunk_id: h.score for h in exhaustive}
+        hits = await keyword_search(conn, library, question, 20)
+        assert [h.score for h in hits] == pytest.approx([h.score for h in exhaustive[:20]])
+        # same chunks, except where equal scores (repeated text) sit at the cut
+        cut = exhaustive[19].score + 1e-6
+        assert {h.chunk_id for h in hits if h.score > cut} == {
+            h.chunk_id for h in exhaustive[:20] if h.score > cut
+        }
+        # a tiny read budget: fewer candidates, but every score is the exact one
+        tight = await keyword_search(
+            conn, library, question, 10, BM25Params(full_list=0, top_postings=3, rescore=5)
+        )
+        assert 0 < len(tight) <= 10
+        assert all(h.score == pytest.approx(exact[h.chunk_id]) for h in tight)
+        assert [h.score for h in tight] == sorted((h.score for h in tight), reverse=True)
+
+    carol = await new_user("carol-bm25")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": result.document_id, "u": carol.id},
+        )
+    async with services.engine.connect() as conn:
+        shared = await keyword_search(conn, SearchScope(user_id=carol.id), question, 20)
+    assert [h.chunk_id for h in shared] == [h.chunk_id for h in hits]
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE document_access SET is_visible = false WHERE user_id = :u"),
+            {"u": carol.id},
+        )
+    async with services.engine.connect() as conn:
+        assert await keyword_search(conn, SearchScope(user_id=carol.id), question, 20) == []
+
+
+async def test_embedding_store_refuses_another_dimension(services):
+    with pytest.raises(EmbeddingMismatchError, match="384 dimensions"):
+        await ensure_embedding_store(
+            services.engine, "openai:text-embedding-3-small", 1536, services.settings
+        )
+    # the configured model itself is accepted again
+    await ensure_embedding_store(
+        services.engine, services.embeddings.name, services.embeddings.dimension, services.settings
+    )
+
+
+async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path, monkeypatch):
+    user = await new_user("crash")
+    path = tmp_path / "doc.txt"
+    path.write_text("A perfectly fine sentence about zebras. " * 50)
+
+    async def boom(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("agent.db.documents._refresh_keyword_stats", boom)
+    with pytest.raises(RuntimeError):
+        await ingest_file(services, user.id, path)
+    assert (
+        await _count(services, "SELECT count(*) FROM documents WHERE user_id = :u", u=user.id) == 0
+    )
+    assert (
+        await _count(
+            services,
+            "SELECT count(*) FROM child_chunks c JOIN documents d ON d.id = c.document_id WHERE d.user_id = :u",
+            u=user.id,
+        )
+        == 0
+    )
+    _ = uuid
+
+
+async def test_pii_never_reaches_the_database_or_the_embedder(
+    services, new_user, tmp_path, monkeypatch
+):
+    from tests.support.samples import PII_HEAVY
+
+    seen: list[str] = []
+    embedder = services.embeddings.embedder
+    original = embedder.embed_documents
+
+    def spy(texts):
+        seen.extend(texts)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", spy)
+    user = await new_user("pii")
+    path = tmp_path / "contacts-john.smith@example.com.txt"
+    path.write_text(PII_HEAVY * 6)
+    result = await ingest_file(services, user.id, path)
+    assert seen and not any("@example.com" in t or "123-45-6789" in t for t in seen)
+    async with services.engine.connect() as conn:
+        doc = (
+            await conn.execute(
+                text("SELECT title, doc_type, sensitivity FROM documents WHERE id = :d"),
+                {"d": result.document_id},
+            )
+        ).one()
+        chunks = (
+            await conn.execute(
+                text("SELECT text, sensitivity, redacted FROM child_chunks WHERE document_id = :d"),
+                {"d": result.document_id},
+            )
+        ).all()
+    assert doc.doc_type == "SENSITIVE" and doc.sensitivity == "HIGH"
+    assert "@" not in doc.title
+    assert chunks and all("@example.com" not in c.text and "4111" not in c.text for c in chunks)
+    assert all(c.redacted and c.sensitivity == "HIGH" for c in chunks if "[REDACTED_" in c.text)

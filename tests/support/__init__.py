@@ -1,0 +1,1 @@
+"""Helpers the tests share: paths, programs started as subprocesses, samples, fakes."""

@@ -1,0 +1,78 @@
+"""A stand-in for the model process in supervisor tests: the same health and chat routes,
+no weights. ``python tests/support/fake_model_server.py PORT``.
+
+Its behaviour comes from files in the folders on ``PYTHONPATH`` (how the supervisor selects
+a llama.cpp build), so a test can give one "build" a fault:
+
+* ``crash-on-token``: the process kills itself with SIGSEGV when asked for a token, as a
+  llama.cpp kernel that does not run on this CPU would;
+* ``exit-at-start``: it exits with code 3 before serving.
+
+Each start appends a line to ``$FAKE_MODEL_STARTS`` when that is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def _marked(name: str) -> bool:
+    folders = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return any((Path(f) / name).exists() for f in folders)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _json(self, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/quire/health":
+            self._json({"status": "ok", "pid": os.getpid(), "system_info": "AVX2 = 1 |"})
+        else:
+            self.send_error(404)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if _marked("crash-on-token"):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        self._json(
+            {
+                "id": "fake",
+                "object": "chat.completion",
+                "model": "fake",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "OK"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            }
+        )
+
+
+def main() -> None:
+    if log := os.environ.get("FAKE_MODEL_STARTS"):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {os.environ.get('PYTHONPATH', '')}\n")
+    if _marked("exit-at-start"):
+        sys.exit(3)
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

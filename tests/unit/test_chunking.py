@@ -1,0 +1,132 @@
+import itertools
+
+import pytest
+
+from agent.config import Settings
+from agent.ingest.chunking import _wrap, chunk_flat, chunk_long_form
+from agent.ingest.detect import detect_document_type
+from agent.ingest.parse import UnreadableDocument, UnsupportedDocument, parse_bytes
+from agent.ingest.sentences import split_sentences
+from tests.support.paths import ALICE
+
+
+def test_sentences_respect_abbreviations_and_initials():
+    text = (
+        "Dr. Smith met Mr. J. R. Jones of Acme Inc. at noon. They discussed e.g. budgets, "
+        "i.e. money. Was it useful? Yes! It was."
+    )
+    assert split_sentences(text) == [
+        "Dr. Smith met Mr. J. R. Jones of Acme Inc. at noon.",
+        "They discussed e.g. budgets, i.e. money.",
+        "Was it useful?",
+        "Yes!",
+        "It was.",
+    ]
+
+
+def test_sentences_keep_closing_quotes():
+    assert split_sentences("“Oh dear!” said the Rabbit. “I shall be late!” Then off.") == [
+        "“Oh dear!” said the Rabbit.",
+        "“I shall be late!”",
+        "Then off.",
+    ]
+
+
+def test_alice_is_long_form_with_chapters_and_sized_chunks():
+    settings = Settings()
+    doc = parse_bytes(ALICE.read_bytes(), ALICE.name)
+    assert doc.title == "Alice’s Adventures in Wonderland"
+    assert doc.author == "Lewis Carroll"
+    assert detect_document_type(doc.paragraphs, settings) == "BOOK"
+    parents = chunk_long_form(doc.paragraphs, settings)
+    chapters = {p.chapter for p in parents}
+    assert "CHAPTER I. Down the Rabbit-Hole" in chapters
+    assert "CHAPTER XII. Alice’s Evidence" in chapters
+    assert all(len(p.text) <= settings.parent_max_chars for p in parents)
+    children = [c for p in parents for c in p.children]
+    assert len(children) > 150
+    # children stay within the child bound and sit verbatim inside their parent
+    assert all(
+        len(c.text) <= settings.child_max_chars + settings.child_min_chars // 2 for c in children
+    )
+    assert sum(len(c.text) >= settings.child_min_chars for c in children) / len(children) > 0.8
+    for p in parents:
+        for c in p.children:
+            assert c.text in p.text
+            assert c.chapter == p.chapter
+    # consecutive children of one parent repeat the previous child's last sentence(s)
+    pairs = [(a, b) for p in parents for a, b in itertools.pairwise(p.children)]
+    overlapping = sum(split_sentences(b.text)[0] in a.text for a, b in pairs)
+    assert overlapping / len(pairs) > 0.7
+
+
+def test_no_sentence_is_cut():
+    settings = Settings()
+    doc = parse_bytes(ALICE.read_bytes(), ALICE.name)
+    children = [c for p in chunk_long_form(doc.paragraphs, settings) for c in p.children]
+    # sentences longer than a child are the only ones cut (at word boundaries)
+    limit = settings.child_max_chars
+    sentences = [
+        w for para in doc.paragraphs for s in split_sentences(para.text) for w in _wrap(s, limit)
+    ]
+    for child in children[:120]:
+        # every child starts at a sentence start and ends at a sentence end
+        assert any(child.text.startswith(s) for s in sentences), child.text[:80]
+        assert any(child.text.endswith(s) for s in sentences), child.text[-80:]
+
+
+def test_short_text_gets_flat_overlapping_chunks():
+    settings = Settings()
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(120))
+    doc = parse_bytes(text.encode(), "notes.txt")
+    assert detect_document_type(doc.paragraphs, settings) == "USER"
+    chunks = chunk_flat(doc.paragraphs, settings)
+    assert len(chunks) > 3
+    assert all(len(c.text) <= settings.user_chunk_max_chars for c in chunks)
+    last = split_sentences(chunks[0].text)[-1]
+    assert chunks[1].text.startswith(last)
+
+
+def test_markdown_headings_become_chapters_and_sections():
+    md = b"# Guide\n\nIntro text here.\n\n## Setup\n\nInstall it. Then run it.\n\n# Usage\n\nUse it well."
+    doc = parse_bytes(md, "guide.md")
+    assert doc.title == "Guide"
+    located = [(p.chapter, p.section, p.text) for p in doc.paragraphs]
+    assert located == [
+        ("Guide", None, "Intro text here."),
+        ("Guide", "Setup", "Install it. Then run it."),
+        ("Usage", None, "Use it well."),
+    ]
+
+
+def test_pdf_keeps_page_numbers():
+    pdf = (
+        ALICE.parent.parent
+        / "docs"
+        / "pdf-samples"
+        / "004-pdflatex-4-pages"
+        / "pdflatex-4-pages.pdf"
+    )
+    doc = parse_bytes(pdf.read_bytes(), pdf.name)
+    assert doc.page_count == 4
+    assert {p.page for p in doc.paragraphs} == {1, 2, 3, 4}
+
+
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(UnsupportedDocument, match="unsupported file type"):
+        parse_bytes(b"x", "photo.jpg")
+    with pytest.raises(UnreadableDocument, match="empty"):
+        parse_bytes(b"   \n", "empty.txt")
+    with pytest.raises(UnreadableDocument, match="UTF-8"):
+        parse_bytes(b"\xff\xfe\xfa bad bytes", "bad.txt")
+    with pytest.raises(UnreadableDocument, match="PDF"):
+        parse_bytes(b"%PDF-1.4 this is not really a pdf", "fake.pdf")
+    encrypted = (
+        ALICE.parent.parent
+        / "docs"
+        / "pdf-samples"
+        / "005-libreoffice-writer-password"
+        / "libreoffice-writer-password.pdf"
+    )
+    with pytest.raises(UnreadableDocument, match="password"):
+        parse_bytes(encrypted.read_bytes(), encrypted.name)
