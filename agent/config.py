@@ -13,44 +13,21 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Seed 000's routing keywords (defaults of the routing settings below).
+# fmt: off
 REASONING_KEYWORDS = [
-    "analyze",
-    "analyse",
-    "analysis",
-    "compare",
-    "comparison",
-    "contrast",
-    "why",
-    "how does",
-    "how is",
-    "how are",
-    "what causes",
-    "what leads to",
-    "connect",
-    "connection",
-    "relationship",
-    "relate",
-    "correlate",
-    "explain why",
-    "what is the relationship",
-    "what is the connection",
-    "difference between",
-    "similarities between",
-    "distinguish",
+    "analyze", "analyse", "analysis", "compare", "comparison", "contrast", "why", "how does",
+    "how is", "how are", "what causes", "what leads to", "connect", "connection", "relationship",
+    "relate", "correlate", "explain why", "what is the relationship", "what is the connection",
+    "difference between", "similarities between", "distinguish",
 ]
 
 GLOBAL_SUMMARY_KEYWORDS = [
-    "summarize",
-    "summarise",
-    "summary",
-    "overview",
-    "what is this book about",
-    "what is the book about",
-    "tell me about this book",
-    "describe this book",
-    "what does this book cover",
-    "book summary",
+    "summarize", "summarise", "summary", "overview", "what is this book about",
+    "what is the book about", "tell me about this book", "describe this book",
+    "what does this book cover", "book summary",
 ]
+# fmt: on
 
 
 class Settings(BaseSettings):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.db import summaries as store
-from agent.db.summaries import ChapterSummary, ParentForSummary
+from agent.db.summaries import ChapterSummary, DocumentForSummary, ParentForSummary
 from agent.services import Services
 from agent.summaries.writers import SummaryWriter, clean_labels, summary_writer
 
@@ -148,7 +148,6 @@ async def _run(
     progress: ProgressFn | None,
     started: float,
 ) -> SummaryReport:
-    settings = services.settings
     engine = services.engine
     async with engine.connect() as conn:
         doc = await store.document_for_summary(conn, document_id)
@@ -161,106 +160,144 @@ async def _run(
             await store.set_summary_state(conn, document_id, "none", done=0, total=0)
         raise NothingToSummarize(f"{doc.title} is too short to need summaries")
 
-    chapters = group_chapters(parents, settings.summary_parents_per_part)
-    total = len(parents) + len(chapters) + 1
-    model = writer.name
-
-    def section_done(p: ParentForSummary) -> bool:
-        return not force and p.summary_model == model and bool(p.concise_summary)
-
-    done = sum(section_done(p) for p in parents)
+    run = _SummaryRun(services, doc, parents, writer, force, progress)
     async with engine.begin() as conn:
-        await store.set_summary_state(conn, document_id, "running", done=done, total=total)
-
-    def report(stage: Literal["sections", "chapters", "book"]) -> None:
-        if progress:
-            progress(SummaryProgress(stage, done, total))
-
+        await store.set_summary_state(conn, document_id, "running", done=run.done, total=run.total)
     try:
-        # 1. sections
-        texts: dict[uuid.UUID, str] = {p.id: p.concise_summary or "" for p in parents}
-        topics: dict[uuid.UUID, list[str]] = {}
-        changed: set[uuid.UUID] = set()
-        report("sections")
-        for chapter in chapters:
-            for parent in chapter.parents:
-                if section_done(parent):
-                    continue
-                summary = await writer.section(
-                    doc.title, _section_heading(parent, chapter), parent.text
-                )
-                texts[parent.id], topics[parent.id] = summary.text, summary.topics
-                changed.add(parent.id)
-                done += 1
-                async with engine.begin() as conn:
-                    await store.save_section_summary(
-                        conn, parent.id, summary.text, summary.topics, model
-                    )
-                    await store.set_summary_state(conn, document_id, "running", done=done)
-                report("sections")
-
-        # 2. chapters
-        chapters_written = 0
-        chapter_texts: list[tuple[str, str]] = []
-        for chapter in chapters:
-            old = stored.get(chapter.index)
-            fresh = (
-                not force
-                and old is not None
-                and old.model == model
-                and old.chapter_title == chapter.title
-                and not any(p.id in changed for p in chapter.parents)
-            )
-            if fresh:
-                chapter_texts.append((chapter.heading, old.summary))
-            else:
-                sections = fit_to_budget(
-                    [texts[p.id] for p in chapter.parents if texts[p.id]],
-                    settings.summary_chapter_input_chars,
-                )
-                summary = await writer.chapter(doc.title, chapter.heading, sections)
-                labels = clean_labels(
-                    ", ".join(summary.topics + _chapter_topics(chapter, topics)), limit=6
-                )
-                record = ChapterSummary(chapter.index, chapter.title, summary.text, labels, model)
-                async with engine.begin() as conn:
-                    await store.save_chapter_summary(conn, document_id, record)
-                    await store.set_summary_state(conn, document_id, "running", done=done + 1)
-                chapter_texts.append((chapter.heading, summary.text))
-                chapters_written += 1
-            done += 1
-            report("chapters")
-        async with engine.begin() as conn:
-            await store.drop_chapters_from(conn, document_id, len(chapters))
-
-        # 3. the book
-        book_written = False
-        if force or chapters_written or doc.summary_model != model or not doc.global_summary:
-            combined = fit_to_budget(
-                [f"{heading}: {text}" for heading, text in chapter_texts],
-                settings.summary_global_input_chars,
-            )
-            summary = await writer.book(doc.title, doc.author, "\n".join(combined))
-            book_written = True
-        else:
-            summary = doc.global_summary
-        async with engine.begin() as conn:
-            await store.save_global_summary(conn, document_id, summary, model)
-        done = total
-        report("book")
+        await run.sections()
+        chapter_texts = await run.chapters(stored)
+        book_written = await run.book(chapter_texts)
     except Exception as exc:
         async with engine.begin() as conn:
             await store.set_summary_state(
-                conn, document_id, "failed", done=done, error=f"{type(exc).__name__}: {exc}"
+                conn, document_id, "failed", done=run.done, error=f"{type(exc).__name__}: {exc}"
             )
         raise
     return SummaryReport(
         document_id,
-        model,
-        len(changed),
-        chapters_written,
+        run.model,
+        len(run.changed),
+        run.chapters_written,
         book_written,
         len(parents),
-        len(chapters),
+        len(run.parts),
         time.perf_counter() - started,
     )
+
+
+class _SummaryRun:
+    """One pass over a document: sections, then chapters, then the book, each stage writing
+    only what is missing or stale, saving as it goes and counting progress."""
+
+    def __init__(
+        self,
+        services: Services,
+        doc: DocumentForSummary,
+        parents: list[ParentForSummary],
+        writer: SummaryWriter,
+        force: bool,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.engine, self.settings = services.engine, services.settings
+        self.doc, self.parents, self.writer, self.force = doc, parents, writer, force
+        self.progress = progress
+        self.model = writer.name
+        self.parts = group_chapters(parents, self.settings.summary_parents_per_part)
+        self.total = len(parents) + len(self.parts) + 1
+        self.done = sum(self.section_done(p) for p in parents)
+        self.texts: dict[uuid.UUID, str] = {p.id: p.concise_summary or "" for p in parents}
+        self.topics: dict[uuid.UUID, list[str]] = {}
+        self.changed: set[uuid.UUID] = set()
+        self.chapters_written = 0
+
+    def section_done(self, parent: ParentForSummary) -> bool:
+        """Whether a section already has this writer's summary (and nothing forces a rewrite)."""
+        return (
+            not self.force and parent.summary_model == self.model and bool(parent.concise_summary)
+        )
+
+    def report(self, stage: Literal["sections", "chapters", "book"]) -> None:
+        """Tell the caller how far the run is."""
+        if self.progress:
+            self.progress(SummaryProgress(stage, self.done, self.total))
+
+    async def sections(self) -> None:
+        """1. Summarize every section that has no current summary."""
+        self.report("sections")
+        for chapter in self.parts:
+            for parent in chapter.parents:
+                if self.section_done(parent):
+                    continue
+                summary = await self.writer.section(
+                    self.doc.title, _section_heading(parent, chapter), parent.text
+                )
+                self.texts[parent.id], self.topics[parent.id] = summary.text, summary.topics
+                self.changed.add(parent.id)
+                self.done += 1
+                async with self.engine.begin() as conn:
+                    await store.save_section_summary(
+                        conn, parent.id, summary.text, summary.topics, self.model
+                    )
+                    await store.set_summary_state(conn, self.doc.id, "running", done=self.done)
+                self.report("sections")
+
+    def chapter_fresh(self, chapter: Chapter, old: ChapterSummary | None) -> bool:
+        """Whether a stored chapter summary still holds (same writer, title and sections)."""
+        return (
+            not self.force
+            and old is not None
+            and old.model == self.model
+            and old.chapter_title == chapter.title
+            and not any(p.id in self.changed for p in chapter.parents)
+        )
+
+    async def chapters(self, stored: dict[int, ChapterSummary]) -> list[tuple[str, str]]:
+        """2. Summarize each chapter whose summary is missing or stale: ``(heading, text)``."""
+        chapter_texts: list[tuple[str, str]] = []
+        for chapter in self.parts:
+            old = stored.get(chapter.index)
+            if self.chapter_fresh(chapter, old):
+                chapter_texts.append((chapter.heading, old.summary))
+            else:
+                chapter_texts.append((chapter.heading, await self.write_chapter(chapter)))
+            self.done += 1
+            self.report("chapters")
+        async with self.engine.begin() as conn:
+            await store.drop_chapters_from(conn, self.doc.id, len(self.parts))
+        return chapter_texts
+
+    async def write_chapter(self, chapter: Chapter) -> str:
+        """Write and save one chapter's summary from its sections' summaries."""
+        sections = fit_to_budget(
+            [self.texts[p.id] for p in chapter.parents if self.texts[p.id]],
+            self.settings.summary_chapter_input_chars,
+        )
+        summary = await self.writer.chapter(self.doc.title, chapter.heading, sections)
+        labels = clean_labels(
+            ", ".join(summary.topics + _chapter_topics(chapter, self.topics)), limit=6
+        )
+        record = ChapterSummary(chapter.index, chapter.title, summary.text, labels, self.model)
+        async with self.engine.begin() as conn:
+            await store.save_chapter_summary(conn, self.doc.id, record)
+            await store.set_summary_state(conn, self.doc.id, "running", done=self.done + 1)
+        self.chapters_written += 1
+        return summary.text
+
+    async def book(self, chapter_texts: list[tuple[str, str]]) -> bool:
+        """3. The book's global summary, rewritten when a chapter changed: whether it was."""
+        doc = self.doc
+        stale = doc.summary_model != self.model or not doc.global_summary
+        written = self.force or bool(self.chapters_written) or stale
+        if written:
+            combined = fit_to_budget(
+                [f"{heading}: {text}" for heading, text in chapter_texts],
+                self.settings.summary_global_input_chars,
+            )
+            summary = await self.writer.book(doc.title, doc.author, "\n".join(combined))
+        else:
+            summary = doc.global_summary
+        async with self.engine.begin() as conn:
+            await store.save_global_summary(conn, doc.id, summary, self.model)
+        self.done = self.total
+        self.report("book")
+        return written

@@ -13,7 +13,8 @@ from datetime import datetime
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
-from agent import chunk_view, intake, jobs, sharing
+from agent.ingest import intake, jobs
+from agent.library import chunk_view, sharing
 from agent.refusals import Refused
 from api.deps import RequestBody, ServicesDep, UserDep, text_problem
 from api.errors import ApiError

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from pydantic import Field
 
-from agent import sharing
+from agent.library import sharing
 from api.deps import RequestBody, ServicesDep, UserDep
 from api.routes.documents import refusals
 

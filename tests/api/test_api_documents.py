@@ -12,10 +12,10 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import text
 
-from agent import jobs
 from agent.db import jobs as job_store
 from agent.db.chunks import keyword_search
 from agent.db.scope import SearchScope
+from agent.ingest import jobs
 from agent.library.accounts import add_user
 from agent.refusals import Refused
 from agent.retrieval.citations import citation_id

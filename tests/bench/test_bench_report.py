@@ -76,7 +76,7 @@ async def test_every_benchmark_lands_in_one_report(services, tmp_path):
 
 
 async def test_a_failing_benchmark_is_reported_and_the_rest_go_on(services, monkeypatch):
-    from agent import bench_report
+    from bench import report as bench_report
 
     async def broken(plan, log):
         raise RuntimeError("embedder exploded")
