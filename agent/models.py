@@ -35,12 +35,11 @@ _EMBEDDING_DIMS = {
 }
 
 
-@dataclass(frozen=True)
-
 class EmbedderUnavailable(RuntimeError):
     """The embedding model could not embed a text that needs vectors (a dense search, an ingest)."""
 
 
+@dataclass(frozen=True)
 class EmbeddingModel:
     """An embedder with the name and dimension recorded beside its vectors."""
 
