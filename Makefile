@@ -13,7 +13,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export LANGSMITH_TRACING := false
 
-.PHONY: install run serve test lint lock clean
+.PHONY: install run serve test test-unit lint lock clean
 
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS) scripts/install-llama-cpp.sh
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ serve: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/pytest
+
+# The fast tests alone (no database, no servers, no model): well under a minute.
+test-unit: install
+	$(BIN)/pytest tests/unit tests/test_layers.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -169,3 +169,38 @@ async def test_local_web_search_path_cites_web_results(services, new_user, monke
     assert "12 June" in state["answer"] or "June 12" in state["answer"]
     assert state["sources"] == ["https://news.example/festival"]
     assert all(c["kind"] == "web" for c in state["citations"])
+
+
+# --- the real local model, in its own process ----------------------------------------------------
+
+
+async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothing():
+    from agent.config import Settings
+    from agent.model_server.client import LocalServerChat, likelihood_scores
+    from agent.models import achat_model
+    from agent.retrieval.rerank import llm_scores
+
+    model = await achat_model("local", Settings(), 0.0)
+    assert isinstance(model, LocalServerChat)
+    question = "What is the boiling point of water at sea level?"
+    passages = [
+        "The French Revolution began in 1789 with the storming of the Bastille.",
+        "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit); "
+        "at higher altitudes the boiling point is lower.",
+        "A binary search tree keeps its keys in sorted order for fast lookup.",
+        "Penguins are flightless birds that live mostly in the Southern Hemisphere.",
+    ]
+    cached = await likelihood_scores(model, question, passages, 600)
+    assert max(range(len(passages)), key=cached.__getitem__) == 1
+    assert cached[1] == 1.0 and max(cached[0], cached[2], cached[3]) < 0.8
+    scratch = await likelihood_scores(model, question, passages, 600, reuse=False)
+    # llama.cpp splits the batches differently with and without the cache: logits differ
+    # in the last digits
+    assert cached == pytest.approx(scratch, abs=0.05)
+    # the dispatcher reaches the same scorer, on a 0-10 scale
+    scaled = await llm_scores(model, question, passages, passage_chars=600)
+    assert scaled == pytest.approx([10 * s for s in cached], abs=0.5)
+    assert await likelihood_scores(model, question, [], 600) == []
+    # and the model still chats afterwards (the shared context was left consistent)
+    reply = await model.ainvoke("Reply with the single word: ready", max_tokens=5)
+    assert reply.content.strip()
