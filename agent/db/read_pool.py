@@ -4,7 +4,7 @@ A search makes a handful of small reads. Through SQLAlchemy's pool each checkout
 pre-ping round trip and two isolation-level switches (~0.35 ms of CPU, measured), as much
 as a read itself; this pool hands out a connection already in autocommit in ~0.01 ms.
 Connections are not pinged on checkout: a search read that finds its connection dead
-(``_Reads.read`` in :mod:`agent.retrieval.search`) has the pool drop its dead connections
+(``Reads.read`` in :mod:`agent.retrieval.reads`) has the pool drop its dead connections
 (:meth:`ReadPool.drop_dead`) and runs once more.
 """
 

@@ -1,13 +1,33 @@
-"""What retrieval returns: a :class:`RetrievedChunk` (one child chunk, its scores and citation
-id) and its JSON shape, and the query normalization every search applies first."""
+"""What a search takes and returns: its :class:`SearchOptions`, a :class:`RetrievedChunk`
+(one child chunk, its scores and citation id) and its JSON shape, the
+:class:`RetrievalMetrics` and :class:`SearchResult`, and the query normalization every search
+applies first."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 from agent.db.chunks import ChunkRecord
 from agent.retrieval.citations import format_source
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to search. ``threshold=None`` ranks only (no similarity floor, no fallbacks)."""
+
+    k: int = 5
+    mode: SearchMode = "hybrid"
+    threshold: float | None = None
+    expand: bool = False
+    rerank: bool = False
+    diversify: bool = True
+    query_type: str = "specific"
+    use_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,3 +79,36 @@ def chunk_payload(
         "layer": chunk.layer,
         "context_text": context_text or r.text,
     }
+
+
+@dataclass
+class RetrievalMetrics:
+    """What one retrieval did and how long each stage took (seed 001)."""
+
+    query_type: str
+    queries: list[str] = field(default_factory=list)
+    intent: str | None = None
+    layer: Layer = "none"
+    threshold: float | None = None
+    candidates: int = 0
+    results: int = 0
+    average_similarity: float | None = None
+    reranked: bool = False
+    cache_hit: bool = False
+    timed_out: bool = False
+    failures: list[str] = field(default_factory=list)
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    context_chars: int = 0
+
+    def as_dict(self) -> dict:
+        """JSON-ready form (stored with the assistant message)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The chunks found, the layer that found them, and the metrics."""
+
+    chunks: list[RetrievedChunk]
+    layer: Layer
+    metrics: RetrievalMetrics

@@ -22,7 +22,7 @@ from agent.db.scope import SearchScope, window_start
 from agent.ingest.pipeline import ingest_bytes
 from agent.ingest.sources import IngestRequest, ingest_source
 from agent.library.documents import delete_user_document
-from agent.retrieval import search as search_module
+from agent.retrieval import candidates as candidates_module
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, tag_overlap, time_decay
 from agent.retrieval.context import build_context, truncate_words
 from agent.retrieval.expansion import expand_query, parse_rewrites
@@ -253,7 +253,7 @@ async def test_every_fallback_layer(services, new_user, monkeypatch):
         raise RuntimeError("keyword index unavailable")
 
     with monkeypatch.context() as m:
-        m.setattr(search_module, "keyword_rankings", broken)
+        m.setattr(candidates_module, "keyword_rankings", broken)
         vector = await layer(0.0)
         assert vector.layer == "vector" and vector.chunks
         assert vector.metrics.failures == ["keyword: RuntimeError"]
@@ -309,13 +309,13 @@ async def test_any_chunks_lists_the_newest_documents_in_reading_order(services, 
 async def test_a_slow_retriever_times_out_and_the_other_answers(services, new_user, monkeypatch):
     user = await new_user("slow")
     await _doc(services, user, ORCHARD)
-    real = search_module.dense_candidates
+    real = candidates_module.dense_candidates
 
     async def slow(*args, **kwargs):
         await asyncio.sleep(5)
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(search_module, "dense_candidates", slow)
+    monkeypatch.setattr(candidates_module, "dense_candidates", slow)
     monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.5)
     started = asyncio.get_running_loop().time()
     result = await search(services, SearchScope(user_id=user.id), "apple orchard")
@@ -332,7 +332,7 @@ async def test_given_the_vector_dense_reads_while_the_library_state_is_read(
     vector = services.embeddings.embedder.embed_query("apple orchard")
     loop = asyncio.get_running_loop()
     seen: dict[str, float] = {}
-    real_state, real_dense = search_module.library_state, search_module.dense_candidates
+    real_state, real_dense = candidates_module.library_state, candidates_module.dense_candidates
 
     async def slow_state(*args, **kwargs):
         await asyncio.sleep(0.3)
@@ -345,8 +345,8 @@ async def test_given_the_vector_dense_reads_while_the_library_state_is_read(
         seen["dense reads"] = seen.get("dense reads", 0) + 1
         return await real_dense(*args, **kwargs)
 
-    monkeypatch.setattr(search_module, "library_state", slow_state)
-    monkeypatch.setattr(search_module, "dense_candidates", dense)
+    monkeypatch.setattr(candidates_module, "library_state", slow_state)
+    monkeypatch.setattr(candidates_module, "dense_candidates", dense)
     first = await search(services, scope, "apple orchard", query_vector=vector)
     assert first.chunks and not first.metrics.failures
     assert seen["dense sent"] < seen["state done"] - 0.2  # not queued behind the state read
@@ -371,7 +371,7 @@ async def test_a_failed_read_gives_its_connection_back(services, new_user, monke
     async def broken(conn, *args, **kwargs):
         await conn.execute("SELECT no_such_column FROM documents")
 
-    monkeypatch.setattr(search_module, "dense_candidates", broken)
+    monkeypatch.setattr(candidates_module, "dense_candidates", broken)
     result = await search(
         services, SearchScope(user_id=user.id), "apple orchard", query_vector=vector
     )
@@ -385,19 +385,19 @@ async def test_reads_cut_short_leave_the_pool_healthy(services, new_user, monkey
     await _doc(services, user, ORCHARD)
     scope, options = SearchScope(user_id=user.id), SearchOptions(use_cache=False)
     vector = services.embeddings.embedder.embed_query("apple orchard")
-    real = search_module.dense_candidates
+    real = candidates_module.dense_candidates
 
     async def stuck(conn, *args, **kwargs):  # a query still running on the server
         await conn.execute("SELECT pg_sleep(5)")
         return await real(conn, *args, **kwargs)
 
-    monkeypatch.setattr(search_module, "dense_candidates", stuck)
+    monkeypatch.setattr(candidates_module, "dense_candidates", stuck)
     monkeypatch.setattr(services.settings, "retrieval_timeout_seconds", 0.4)
     for _ in range(3):
         cut = await search(services, scope, "apple orchard", options, query_vector=vector)
         assert cut.metrics.timed_out and cut.chunks  # BM25 answered in time
     assert _reads_in_use(services) == 0
-    monkeypatch.setattr(search_module, "dense_candidates", real)
+    monkeypatch.setattr(candidates_module, "dense_candidates", real)
     for _ in range(8):  # every pooled connection is usable again
         ok = await search(services, scope, "apple orchard", options, query_vector=vector)
         assert not ok.metrics.timed_out and not ok.metrics.failures

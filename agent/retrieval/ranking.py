@@ -1,0 +1,283 @@
+"""Ranking the candidates: weighted RRF across every list, time decay and tag boost, documents
+before transcripts on near-ties, the threshold and its fallback layers (seed 000), one child
+per parent and MMR, then the optional LLM rerank."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import numpy as np
+from langchain_core.language_models import BaseChatModel
+
+from agent.config import Settings
+from agent.db.chunks import ChunkRecord, ScoredChunkId, any_chunks, fetch_chunks
+from agent.db.scope import SearchScope
+from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
+from agent.retrieval.candidates import Found
+from agent.retrieval.citations import citation_id
+from agent.retrieval.clock import SearchClock
+from agent.retrieval.diversity import limit_per_group, mmr_order
+from agent.retrieval.fusion import weighted_rrf
+from agent.retrieval.query_vectors import unit
+from agent.retrieval.reads import Reads
+from agent.retrieval.rerank import llm_scores, rerank_order, with_title
+from agent.retrieval.types import Layer, RetrievedChunk, SearchMode, SearchOptions
+
+Scored = list[tuple[uuid.UUID, float]]
+"""Chunk ids with their scores, best first."""
+
+
+# --- scores -----------------------------------------------------------------------------------
+
+
+def fuse(
+    dense_lists: list[list[ScoredChunkId]],
+    keyword_lists: list[list[ScoredChunkId]],
+    mode: SearchMode,
+    settings: Settings,
+) -> Scored:
+    """Weighted RRF of every dense and keyword ranking (equal weights unless hybrid)."""
+    lists: list[list[uuid.UUID]] = []
+    weights: list[float] = []
+    for ranking in dense_lists:
+        lists.append([h.chunk_id for h in ranking])
+        weights.append(settings.vector_weight if mode == "hybrid" else 1.0)
+    for ranking in keyword_lists:
+        lists.append([h.chunk_id for h in ranking])
+        weights.append(settings.keyword_weight if mode == "hybrid" else 1.0)
+    return weighted_rrf(lists, weights, settings.rrf_k)
+
+
+def similarities(
+    stored: dict[uuid.UUID, list[float]], vectors: list[np.ndarray]
+) -> dict[uuid.UUID, float]:
+    """Cosine similarity of each candidate to the closest of the queries."""
+    if not stored or not vectors:
+        return {}
+    ids = list(stored)
+    matrix = np.array([stored[i] for i in ids], dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    sims = (matrix @ np.stack(vectors).T).max(axis=1)
+    return {cid: float(s) for cid, s in zip(ids, sims, strict=True)}
+
+
+def adjust(
+    fused: Scored, records: dict[uuid.UUID, ChunkRecord], query: str, settings: Settings
+) -> Scored:
+    """Time decay and tag boost on fused scores, then documents before transcripts on ties."""
+    now = utcnow()
+    half_life = settings.time_decay_half_life_days
+    scored: Scored = []
+    for cid, score in fused:
+        record = records.get(cid)
+        if record is None:  # not visible (or deleted meanwhile)
+            continue
+        if half_life:
+            score *= time_decay(
+                record.document_created_at, half_life, settings.time_decay_floor, now
+            )
+        if record.file_type == "transcript" and record.tags:
+            score *= tag_boost(query, record.tags, settings.tag_boost_factor)
+        scored.append((cid, score))
+    return prefer_authoritative(
+        scored,
+        score=lambda item: item[1],
+        is_transcript=lambda item: records[item[0]].file_type == "transcript",
+        ratio=settings.authority_tie_ratio,
+    )
+
+
+def best_keyword_scores(keyword_lists: list[list[ScoredChunkId]]) -> dict[uuid.UUID, float]:
+    """Each chunk's best BM25 score over the queries."""
+    best: dict[uuid.UUID, float] = {}
+    for ranking in keyword_lists:
+        for hit in ranking:
+            best[hit.chunk_id] = max(best.get(hit.chunk_id, 0.0), hit.score)
+    return best
+
+
+# --- threshold and fallback layers ------------------------------------------------------------
+
+
+def apply_layers(
+    scored: Scored,
+    similarity: dict[uuid.UUID, float],
+    dense_lists: list[list[ScoredChunkId]],
+    options: SearchOptions,
+    low_threshold: float,
+    keyword_failed: bool,
+) -> tuple[Layer, Scored]:
+    """The first fallback layer (seed 000) that yields chunks, with those chunks."""
+    first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
+    if options.threshold is None:
+        return (first if scored else "none"), scored
+    visible = {cid for cid, _ in scored}
+    by_similarity = sorted(
+        ((cid, similarity[cid]) for cid in visible if cid in similarity), key=lambda x: -x[1]
+    )
+    threshold = options.threshold
+    if options.mode == "bm25":  # similarity does not apply to keyword-only search
+        return ("keyword" if scored else "any_chunk"), scored
+    layers: list[tuple[Layer, Scored]] = []
+    if not keyword_failed:
+        layers.append((first, [(c, s) for c, s in scored if similarity.get(c, -1.0) >= threshold]))
+    layers.append(("vector", [(c, s) for c, s in by_similarity if s >= threshold]))
+    ranked = by_similarity if keyword_failed else scored
+    layers.append(
+        ("low_threshold", [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= low_threshold])
+    )
+    nearest = {h.chunk_id for ranking in dense_lists for h in ranking}
+    layers.append(("any_embedded", [(c, s) for c, s in by_similarity if c in nearest]))
+    for layer, chunks in layers:
+        if chunks:
+            return layer, chunks
+    return "any_chunk", []
+
+
+async def last_resort(
+    reads: Reads, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
+) -> tuple[Layer, Scored, dict[uuid.UUID, ChunkRecord]]:
+    """Layer 5: any visible chunk (keyword hits first, then reading order), or nothing."""
+    ids = list(dict.fromkeys(h.chunk_id for ranking in keyword_lists for h in ranking))
+
+    async def read(conn):
+        found = ids + [cid for cid in await any_chunks(conn, scope, k) if cid not in ids]
+        return found[:k], await fetch_chunks(conn, scope, found[:k])
+
+    ids, records = await reads.read(read)
+    picked = [(cid, 0.0) for cid in ids[:k] if cid in records]
+    return ("any_chunk" if picked else "none"), picked, records
+
+
+# --- diversity --------------------------------------------------------------------------------
+
+
+def diversify(
+    chunks: list[RetrievedChunk], stored: dict[uuid.UUID, list[float]], k: int, settings: Settings
+) -> list[RetrievedChunk]:
+    """At most ``max_children_per_parent`` per parent, then MMR over the embedded pool."""
+    pool = limit_per_group(
+        chunks,
+        k * settings.mmr_pool_factor,
+        settings.max_children_per_parent,
+        lambda c: c.record.parent_id,
+    )
+    embedded = [c for c in pool if c.record.id in stored]
+    if settings.mmr_lambda >= 1 or len(embedded) <= k or len(embedded) < len(pool):
+        return pool[:k]
+    vectors = np.array([unit(stored[c.record.id]) for c in embedded], dtype=np.float32)
+    order = mmr_order([c.score for c in embedded], vectors, k, settings.mmr_lambda)
+    return [embedded[i] for i in order]
+
+
+def _chosen(
+    picked: Scored,
+    layer: Layer,
+    found: Found,
+    similarity: dict[uuid.UUID, float],
+    want: int,
+    options: SearchOptions,
+    settings: Settings,
+) -> list[RetrievedChunk]:
+    """The best ``want`` of the layer's chunks, one child per parent and MMR if diversified."""
+    records = found.records
+    keyword_scores = best_keyword_scores(found.keyword)
+    if options.diversify:  # only the MMR pool can be chosen: build just those
+        picked = limit_per_group(
+            picked,
+            want * settings.mmr_pool_factor,
+            settings.max_children_per_parent,
+            lambda item: records[item[0]].parent_id,
+        )
+    else:
+        picked = picked[:want]
+    chunks = [
+        RetrievedChunk(
+            record=records[cid],
+            citation_id=citation_id(cid),
+            score=score,
+            similarity=similarity.get(cid),
+            keyword_score=keyword_scores.get(cid),
+            layer=layer,
+        )
+        for cid, score in picked
+    ]
+    if options.diversify:
+        return diversify(chunks, found.stored, want, settings)
+    return chunks[:want]
+
+
+async def rank(
+    found: Found,
+    queries: list[str],
+    query: str,
+    options: SearchOptions,
+    settings: Settings,
+    clock: SearchClock,
+    reads: Reads,
+    scope: SearchScope,
+) -> tuple[Layer, list[RetrievedChunk]]:
+    """The candidates fused, adjusted, through the fallback layers and diversified: the
+    layer that yielded them and as many chunks as the rerank (or else ``k``) needs."""
+    keyword_failed = options.mode == "hybrid" and len(found.keyword) < len(queries)
+    fused = fuse(found.dense, found.keyword, options.mode, settings)
+    clock.lap("fuse")
+
+    similarity = similarities(found.stored, found.vectors)
+    scored = adjust(fused, found.records, query, settings)
+    clock.metrics.candidates = len(scored)
+    layer, picked = apply_layers(
+        scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
+    )
+    if layer == "any_chunk":
+        layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
+        found.records.update(extra)
+    clock.lap("layers")
+
+    want = max(options.k, settings.rerank_candidates if options.rerank else 0)
+    chunks = _chosen(picked, layer, found, similarity, want, options, settings)
+    clock.lap("diversify")
+    return layer, chunks
+
+
+# --- rerank -----------------------------------------------------------------------------------
+
+
+async def rerank_chunks(
+    model: BaseChatModel, question: str, chunks: list[RetrievedChunk], settings: Settings
+) -> list[RetrievedChunk]:
+    """Reorder the first ``rerank_candidates`` by LLM relevance blended with their first-stage
+    rank (``rerank_weight``; ties keep their order)."""
+    head, tail = chunks[: settings.rerank_candidates], chunks[settings.rerank_candidates :]
+    scores = await llm_scores(
+        model,
+        question,
+        [with_title(c.record.document_title, c.record.text) for c in head],
+        passage_chars=settings.rerank_passage_chars,
+    )
+    order = rerank_order([s / 10.0 for s in scores], settings.rerank_weight)
+    return [head[i] for i in order] + tail
+
+
+async def rerank_in_time(
+    model: BaseChatModel,
+    question: str,
+    chunks: list[RetrievedChunk],
+    settings: Settings,
+    clock: SearchClock,
+) -> list[RetrievedChunk]:
+    """:func:`rerank_chunks` within the time left; the chunks as they were if it times out or
+    fails (the metrics say which)."""
+    metrics = clock.metrics
+    try:
+        chunks = await asyncio.wait_for(
+            rerank_chunks(model, question, chunks, settings), clock.left()
+        )
+        metrics.reranked = True
+    except TimeoutError:
+        metrics.timed_out = True
+    except Exception as exc:
+        metrics.failures.append(f"rerank: {type(exc).__name__}")
+    clock.lap("rerank")
+    return chunks
