@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, field
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from agent import prompts
 from agent.retrieval.citations import (
@@ -32,6 +33,30 @@ class Answer:
     retrieval_metrics: dict | None = None
     citations_removed: int = 0
     """Citations of ids the turn did not retrieve, removed by the guard."""
+
+
+def answer_update(answer: Answer) -> dict:
+    """The chat state's fields for a finished ``answer``, its reply message included."""
+    # every path, not just the grounded ones: a reply without a context (small talk, a
+    # stored summary, the web) must not cite chunk ids either, e.g. ids a prompt injection
+    # or the conversation history put in the model's mouth; they are removed and counted
+    stray = unknown_citations(answer.text, answer.chunk_map)
+    if stray:
+        answer.text = guard_citations(
+            answer.text, [CitableChunk(cid, "") for cid in answer.chunk_map], min_support=10**6
+        )
+        answer.citations_removed += stray
+    return {
+        "answer": answer.text,
+        "route": answer.route,
+        "citations": answer.citations,
+        "sources": answer.sources,
+        "chunk_map": answer.chunk_map,
+        "model_used": answer.model_used,
+        "tokens_used": answer.tokens_used,
+        "citations_removed": answer.citations_removed,
+        "messages": [AIMessage(answer.text, id=str(uuid.uuid4()))],
+    }
 
 
 def with_persona(system: str, persona: str | None) -> str:

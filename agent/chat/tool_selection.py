@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
 
 from agent import prompts
+from agent.config import Settings
+from agent.web_search import web_search_available
 
 NONE = "none"
 KNOWLEDGE = "search_knowledge"
@@ -149,3 +153,35 @@ async def decide_tool(
     if isinstance(reply, AIMessage) and reply.tool_calls:
         return _from_tool_calls(reply, tools)
     return parse_decision(str(reply.content), tools)
+
+
+ANSWER_NOW = {"tool": NONE, "query": ""}
+"""The ``decision`` to call no (more) tools and answer."""
+
+
+def tool_calls_left(settings: Settings, state: Mapping[str, Any]) -> bool:
+    """Whether the turn may call another tool (at most ``max_tool_calls``)."""
+    return len(state.get("tool_log") or []) < settings.max_tool_calls
+
+
+async def next_step(
+    model: BaseChatModel, settings: Settings, state: Mapping[str, Any], *, constrained_json: bool
+) -> dict:
+    """The turn's next ``decision`` (seed 003): a tool to call with its query, or none.
+
+    ``state`` is the chat graph's state: the question, the passages when relevant, and the
+    tool calls made so far. Repeating an earlier call means answering now."""
+    log = state.get("tool_log") or []
+    tools = [KNOWLEDGE] + ([WEB] if web_search_available(settings) else [])
+    decision = await decide_tool(
+        model,
+        state["question"],
+        tools,
+        context=state["context"] if state.get("relevant") else None,
+        observations=[f"{e['tool']}({e['query']!r}): {e['outcome']}" for e in log],
+        constrained_json=constrained_json,
+    )
+    query = decision.query or state.get("search_query") or state["question"]
+    if any(e["tool"] == decision.tool and e["query"] == query for e in log):
+        return {"decision": dict(ANSWER_NOW)}
+    return {"decision": {"tool": decision.tool, "query": query}}

@@ -365,7 +365,7 @@ async def _never(services, user_id) -> bool:
 async def test_a_model_failure_mid_answer_is_an_error_event_and_saves_nothing(
     client, services, people, monkeypatch
 ):
-    import graphs.chat
+    import agent.chat.cited_answer
 
     _, headers, _ = await _person(services, "api-fail", A_TEXT)
     chat = await _new_chat(client, headers)
@@ -373,7 +373,7 @@ async def test_a_model_failure_mid_answer_is_an_error_event_and_saves_nothing(
     def broken(*args, **kwargs):
         raise RuntimeError("the model fell over")
 
-    monkeypatch.setattr(graphs.chat, "finish_grounded", broken)
+    monkeypatch.setattr(agent.chat.cited_answer, "finish_grounded", broken)
     r = await client.post(
         f"/api/chats/{chat}/ask/stream", json={"question": GULLS}, headers=headers
     )

@@ -269,14 +269,14 @@ class FailingModel(BaseChatModel):
 
 @pytest.fixture
 def failing_model(monkeypatch):
-    from graphs import chat as chat_module
+    from graphs import model_calls
 
     model = FailingModel()
 
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     return model
 
 
@@ -343,7 +343,7 @@ class HangingModel(BaseChatModel):
 async def test_a_hanging_chat_model_times_out_and_saves_nothing(
     services, client, reader, monkeypatch
 ):
-    from graphs import chat as chat_module
+    from graphs import model_calls
 
     user, headers, _ = reader
     model = HangingModel()
@@ -351,7 +351,7 @@ async def test_a_hanging_chat_model_times_out_and_saves_nothing(
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     monkeypatch.setattr(services.settings, "chat_timeout_seconds", 1.5)
     before = await _saved_turns(services, user.id)
 

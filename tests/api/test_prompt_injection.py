@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from sqlalchemy import text
 
-import graphs.chat as chat_module
+import graphs.model_calls as model_calls
 from agent.retrieval.citations import citation_id, cited_ids
 from graphs.chat import graph
 from graphs.context import Context
@@ -110,7 +110,7 @@ def obedient(monkeypatch):
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     return model
 
 

@@ -147,7 +147,7 @@ async def test_local_not_covered_answers_generally_and_says_so(services, new_use
 async def test_local_web_search_path_cites_web_results(services, new_user, monkeypatch):
     from pydantic import SecretStr
 
-    import graphs.chat as chat_module
+    import agent.chat.web as chat_web
     from agent.web_search import WebResult
 
     async def fake_search(query, settings):  # never the network
@@ -162,7 +162,7 @@ async def test_local_web_search_path_cites_web_results(services, new_user, monke
         ]
 
     monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
-    monkeypatch.setattr(chat_module, "search_web", fake_search)
+    monkeypatch.setattr(chat_web, "search_web", fake_search)
     user = await new_user("local-web")
     state = await _local_turn("What is the latest news about the harbour festival?", user=user.name)
     assert state["route"] == "web_search" and state["model_used"].startswith(f"web_search_{LOCAL}")

@@ -11,7 +11,8 @@ from langchain_core.messages import HumanMessage
 from pydantic import SecretStr
 from sqlalchemy import text
 
-import graphs.chat as chat_module
+import agent.chat.web as chat_web
+import graphs.model_calls as model_calls
 from agent.ingest.pipeline import ingest_bytes
 from agent.memory.corrections import submit_correction
 from agent.retrieval.citations import cited_ids
@@ -31,7 +32,7 @@ def recorder(monkeypatch):
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     return model
 
 
@@ -133,7 +134,7 @@ async def test_web_search_path(services, new_user, monkeypatch):
         ]
 
     monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
-    monkeypatch.setattr(chat_module, "search_web", fake_search)
+    monkeypatch.setattr(chat_web, "search_web", fake_search)
     on = await graph.ainvoke(
         _ask("What is the latest news about AI?"), context=Context(user=user.name)
     )

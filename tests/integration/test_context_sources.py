@@ -8,7 +8,7 @@ import uuid
 from langchain_core.messages import HumanMessage
 from sqlalchemy import text
 
-import graphs.chat as chat_module
+import graphs.model_calls as model_calls
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import citation_id, cited_ids
 from graphs.chat import graph, wait_for_background
@@ -40,7 +40,7 @@ async def test_a_numbered_question_is_fetched_and_citable(services, new_user, mo
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     user = await new_user("exam")
     doc = await ingest_bytes(services, user.id, EXAM.encode(), "exam.txt", title="Practice Exam")
     six = citation_id(await _question_six_chunk(services, doc.document_id))
@@ -69,7 +69,7 @@ async def test_earlier_turns_come_back_as_previous_discussion(services, new_user
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     user = await new_user("recall")
     body = "The lighthouse keeper Tomas polishes the great lamp every evening before the storm."
     await ingest_bytes(services, user.id, body.encode(), "lighthouse.txt")

@@ -14,7 +14,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import SecretStr
 from sqlalchemy import text
 
-import graphs.chat as chat_module
+import agent.chat.web as chat_web
+import graphs.model_calls as model_calls
 from agent.chat.tool_selection import (
     KNOWLEDGE,
     WEB,
@@ -76,7 +77,7 @@ def scripted(monkeypatch, services):
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     monkeypatch.setattr(services.settings, "tool_selection", True)
     return model
 
@@ -228,7 +229,7 @@ async def test_web_results_join_the_documents_and_both_citations_are_guarded(
         ]
 
     monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
-    monkeypatch.setattr(chat_module, "search_web", fake_search)
+    monkeypatch.setattr(chat_web, "search_web", fake_search)
     scripted.decisions = [(WEB, "skerry light history"), None]
     state = await graph.ainvoke(
         _ask("What does the lighthouse keeper polish?"), context=Context(user=user.name)
@@ -278,7 +279,7 @@ async def test_a_chat_keeps_its_persona(services, new_user, monkeypatch):
     async def fake(spec, settings, temperature):
         return model
 
-    monkeypatch.setattr(chat_module, "achat_model", fake)
+    monkeypatch.setattr(model_calls, "achat_model", fake)
     user = await _library(services, new_user)
     chat = str(uuid.uuid4())
     persona = "a patient tutor for twelve-year-olds"

@@ -1,0 +1,113 @@
+"""Answers from a turn's evidence (Path A and C): the retrieved passages cited as ``#chk_``,
+web results from tool calls cited as ``#web_N``; or, when nothing relevant was found, a
+notice that the documents do not cover the question with a brief general answer.
+
+``state`` is the chat graph's state after retrieval (and any tool calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from agent import prompts
+from agent.chat.answering import (
+    Answer,
+    finish_grounded,
+    finish_mixed,
+    grounded_messages,
+    mixed_messages,
+)
+from agent.config import Settings
+
+
+def _deep(state: Mapping[str, Any]) -> bool:
+    return state["route"] == "deep_reasoning"
+
+
+def answer_model(settings: Settings, state: Mapping[str, Any]) -> str:
+    """The default model for the turn: the reasoning model (if set) for Path C."""
+    if _deep(state):
+        return settings.reasoning_model or settings.chat_model
+    return settings.chat_model
+
+
+def answer_temperature(settings: Settings, state: Mapping[str, Any]) -> float:
+    """Path C's reasoning temperature, else the one for specific questions."""
+    return settings.temperature_reasoning if _deep(state) else settings.temperature_specific
+
+
+def guidance(state: Mapping[str, Any]) -> str:
+    """The user's relevant corrections, the conversation so far, then earlier discussions."""
+    parts = (state.get("corrections"), state.get("history"), state.get("discussion"))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _evidence(state: Mapping[str, Any]) -> tuple[str, list[dict]]:
+    """The passages' context and payloads, when retrieval found relevant ones."""
+    if state.get("relevant"):
+        return state["context"], state["retrieved"]
+    return "", []
+
+
+def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:
+    """Messages for answering from the passages, and from the web results when a web search
+    ran."""
+    context, _ = _evidence(state)
+    if state.get("web_context"):
+        return mixed_messages(
+            settings.assistant_name,
+            state["question"],
+            context,
+            state["web_context"],
+            guidance(state),
+        )
+    system = prompts.DEEP_SYSTEM if _deep(state) else prompts.GROUNDED_SYSTEM
+    return grounded_messages(
+        settings.assistant_name, state["question"], context, system, guidance(state)
+    )
+
+
+def finish_cited_answer(raw: str, state: Mapping[str, Any], *, model: str, tokens: int) -> Answer:
+    """The answer with its citations guarded (only what the turn found can be cited).
+
+    ``model`` is the answering model's label for ``model_used``."""
+    _, retrieved = _evidence(state)
+    if state.get("web_context"):
+        return finish_mixed(
+            raw,
+            retrieved,
+            state.get("web_results", []),
+            route=state["route"],
+            model_used=f"web_search_{model}",
+            tokens_used=tokens,
+        )
+    return finish_grounded(
+        raw,
+        retrieved,
+        route=state["route"],
+        model_used=f"{'deep_reasoner' if _deep(state) else 'investigator'}_{model}",
+        tokens_used=tokens,
+    )
+
+
+def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:
+    """Messages for a brief general answer to a question the documents do not cover."""
+    known = guidance(state)
+    question = state["question"]
+    return [
+        SystemMessage(prompts.NOT_COVERED_SYSTEM.format(name=settings.assistant_name)),
+        HumanMessage(known + "\n\n" + question if known else question),
+    ]
+
+
+def not_covered_answer(general: str, state: Mapping[str, Any], *, tokens: int) -> Answer:
+    """The not-covered notice with the model's ``general`` answer."""
+    return Answer(
+        text=prompts.NOT_COVERED.format(general=general).strip(),
+        route=state["route"],
+        model_used="no_context_response",
+        tokens_used=tokens,
+    )

@@ -1,0 +1,167 @@
+"""Retrieval on a chat turn (Path A: specific; Path C: deep): the question made standalone,
+then the documents, the user's earlier discussions and numbered exam questions searched side
+by side (seed 001), and the context and citation payloads built from what they found; also
+the ReAct ``search_knowledge`` tool call, which adds fresh passages to that context.
+
+``state`` is the chat graph's state so far; each function returns a partial update of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agent.chat.question_lookup import (
+    citable_questions,
+    find_numbered_questions,
+    question_context,
+    question_numbers,
+)
+from agent.config import Settings
+from agent.db.scope import SearchScope
+from agent.memory.conversation import ChatMemory, standalone_question
+from agent.memory.previous_discussion import previous_discussion, previous_discussion_block
+from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
+from agent.retrieval.search import SearchOptions, embed_question
+from agent.retrieval.types import chunk_payload
+from agent.services import Services
+
+BELOW_RELEVANCE = ("any_embedded", "any_chunk", "none")
+"""Fallback layers whose results are not evidence (nearest-anything, any chunk, nothing)."""
+
+
+async def _nothing() -> list:
+    return []
+
+
+def _search_options(settings: Settings, spec: str, deep: bool, top_k: int | None) -> SearchOptions:
+    """Path C searches deeper and with its own threshold; ``top_k`` overrides the count."""
+    return SearchOptions(
+        k=top_k or (settings.top_k_deep if deep else settings.top_k(spec)),
+        threshold=settings.threshold_deep if deep else settings.threshold_specific,
+        query_type="deep" if deep else "specific",
+        expand=settings.query_expansion,
+        rerank=settings.rerank_enabled,
+    )
+
+
+def _chat_memory(state: Mapping[str, Any]) -> ChatMemory:
+    """The chat's memory as the turn loaded it."""
+    remembered = state.get("memory") or {}
+    return ChatMemory(
+        summary=remembered.get("summary"),
+        recent=[(role, content) for role, content in remembered.get("recent", [])],
+    )
+
+
+def _payloads(settings: Settings, asked: list, found: KnowledgeSearch) -> list[dict]:
+    """Citation payloads: the numbered questions asked for, then the passages found."""
+    built = found.context
+    payloads = [chunk_payload(c, settings.citation_preview_chars, q.text) for q, c in asked]
+    ids = {p["id"] for p in payloads}
+    return payloads + [
+        chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
+        for c in built.chunks
+        if c.citation_id not in ids
+    ]
+
+
+async def retrieve_context(
+    services: Services,
+    state: Mapping[str, Any],
+    *,
+    model: BaseChatModel,
+    spec: str,
+    scope: SearchScope,
+    top_k: int | None = None,
+) -> dict:
+    """Search the three context sources for the turn's question and build its context.
+
+    ``model`` (named by ``spec``) makes a follow-up standalone and expands the query;
+    ``top_k`` overrides the number of passages."""
+    settings = services.settings
+    deep = state["route"] == "deep_reasoning"
+    memory = _chat_memory(state)
+    query = await standalone_question(model, state["question"], memory)
+    chat_id = uuid.UUID(state["chat_id"])
+    numbers = question_numbers(state["question"])
+    # embedded once for the documents and the earlier discussions
+    vector = await embed_question(services, query)
+    found, past, questions = await asyncio.gather(
+        knowledge_search(
+            services,
+            scope,
+            query,
+            _search_options(settings, spec, deep, top_k),
+            max_chars=settings.context_budget(spec),
+            model=model,
+            query_vector=vector,
+        ),
+        previous_discussion(
+            services,
+            scope.user_id,
+            chat_id,
+            query,
+            k=settings.previous_discussion_k,
+            query_vector=vector,
+        )
+        if settings.previous_discussion_k
+        else _nothing(),
+        find_numbered_questions(services, scope, numbers) if numbers else _nothing(),
+    )
+    shown = {content for _, content in memory.recent}  # already in the history block
+    past = [t for t in past if t.question not in shown and t.answer not in shown]
+    asked = await citable_questions(services, scope, questions) if questions else []
+    relevant = bool(found.context.chunks) and found.result.layer not in BELOW_RELEVANCE
+    metrics = found.result.metrics.as_dict()
+    if numbers:
+        metrics["question_numbers"] = {"asked": numbers, "found": [q.number for q, _ in asked]}
+    return {
+        "search_query": query,
+        "discussion": previous_discussion_block(past),
+        "relevant": relevant or bool(asked),
+        "retrieval": metrics,
+        "context": "\n\n".join(p for p in (question_context(asked), found.context.text) if p),
+        "retrieved": _payloads(settings, asked, found),
+    }
+
+
+async def call_knowledge_tool(
+    services: Services, state: Mapping[str, Any], *, spec: str, scope: SearchScope
+) -> dict:
+    """Search the documents again (the ``search_knowledge`` tool, with the decision's query)
+    and add the passages not yet in the context, within what is left of the context budget
+    of the model named by ``spec``."""
+    settings = services.settings
+    tool, query = state["decision"]["tool"], state["decision"]["query"]
+    log = list(state.get("tool_log") or [])
+    budget = max(settings.context_budget(spec) - len(state.get("context", "")), 400)
+    found = await knowledge_search(
+        services,
+        scope,
+        query,
+        SearchOptions(k=settings.top_k(spec), threshold=settings.threshold_specific),
+        max_chars=budget,
+    )
+    seen = {c["id"] for c in state.get("retrieved", [])}
+    fresh = [c for c in found.context.chunks if c.citation_id not in seen]
+    relevant = bool(fresh) and found.result.layer not in BELOW_RELEVANCE
+    outcome = f"{len(fresh)} new passages" if relevant else "nothing relevant"
+    log.append({"tool": tool, "query": query, "outcome": outcome})
+    if not relevant:
+        return {"tool_log": log}
+    payloads = [
+        chunk_payload(c, settings.citation_preview_chars, found.context.bodies[c.citation_id])
+        for c in fresh
+    ]
+    context = state.get("context", "") if state.get("relevant") else ""
+    return {
+        "tool_log": log,
+        "relevant": True,
+        "retrieved": (state.get("retrieved", []) if state.get("relevant") else []) + payloads,
+        "context": "\n\n".join(p for p in (context, found.context.text) if p),
+    }

@@ -1,0 +1,140 @@
+"""The start of a turn: who asks, in which chat, about which book, and which path answers
+(seed 000's priority, :mod:`agent.chat.routing`), with the user's relevant corrections."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from agent import prompts
+from agent.chat.books import Book, UnknownBook, only_book, resolve_book
+from agent.chat.routing import classify_route
+from agent.chat.turn_log import open_chat, over_monthly_limit
+from agent.db.scope import SearchScope
+from agent.library.accounts import resolve_user
+from agent.memory.conversation import history_block, load_memory
+from agent.memory.corrections import corrections_prompt, relevant_corrections
+from agent.services import Services
+
+
+class TurnRequest(Protocol):
+    """What the caller asks of a turn (``graphs.context.Context`` is one)."""
+
+    user: str
+    chat_id: str | None
+    book: str | None
+    persona: str | None
+    tool_selection: bool | None
+    document_ids: list[str] | None
+    corpus: str | None
+
+
+def last_question(messages: list[BaseMessage]) -> str:
+    """The text of the last human message (``""`` when there is none)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            content = message.content
+            return content if isinstance(content, str) else str(content)
+    return ""
+
+
+def turn_scope(user_id: str, book_id: str | None, request: TurnRequest) -> SearchScope:
+    """The documents a turn searches: its book, else the requested documents, else all the
+    user can see (in the requested corpus)."""
+    if book_id:
+        documents: tuple[uuid.UUID, ...] | None = (uuid.UUID(book_id),)
+    elif request.document_ids:
+        documents = tuple(uuid.UUID(d) for d in request.document_ids)
+    else:
+        documents = None
+    return SearchScope(user_id=uuid.UUID(user_id), document_ids=documents, corpus=request.corpus)
+
+
+def _chat_id(request: TurnRequest, thread_id: str | None) -> uuid.UUID:
+    """The requested chat, else the thread's, else a new one."""
+    chosen = request.chat_id or thread_id
+    return uuid.UUID(str(chosen)) if chosen else uuid.uuid4()
+
+
+async def _book_in_scope(
+    services: Services, user_id: uuid.UUID, request: TurnRequest
+) -> Book | None:
+    """The requested book (:class:`UnknownBook` when none matches), else the user's only
+    visible document in scope, if there is exactly one."""
+    if request.book:
+        return await resolve_book(services, user_id, request.book)
+    return await only_book(services, turn_scope(str(user_id), "", request))
+
+
+async def _corrections(
+    services: Services, user_id: uuid.UUID, question: str, route: str, book_id: str
+) -> str:
+    """The user's corrections relevant to the question, for the prompt (none for a fixed
+    reply or small talk)."""
+    if route in ("direct", "general"):
+        return ""
+    corrections = await relevant_corrections(
+        services, user_id, question, document_id=uuid.UUID(book_id) if book_id else None
+    )
+    return corrections_prompt(corrections)
+
+
+async def start_turn(
+    services: Services, request: TurnRequest, question: str, thread_id: str | None
+) -> dict:
+    """The turn's opening state: the user, the chat (its persona and memory), the book in
+    scope, the route and the relevant corrections; a refusal's route and answer when the user
+    is over the monthly limit (checked before any work) or the book is unknown."""
+    settings = services.settings
+    user = await resolve_user(services, request.user)
+    chat_id = _chat_id(request, thread_id)
+    if await over_monthly_limit(services, user.id):
+        return {
+            "question": question,
+            "user_id": str(user.id),
+            "route": "over_limit",
+            "answer": prompts.MONTHLY_LIMIT.format(limit=settings.monthly_message_limit),
+        }
+    persona = await open_chat(services, user.id, chat_id, question, request.persona)
+    memory = await load_memory(services, user.id, chat_id)
+    update = {
+        "persona": persona or "",
+        "tools_enabled": settings.tool_selection
+        if request.tool_selection is None
+        else request.tool_selection,
+        "relevant": False,
+        "decision": {},
+        "tool_log": [],
+        "web_results": [],
+        "web_context": "",
+        "citations_removed": 0,
+        "history": history_block(memory),
+        "memory": {"summary": memory.summary, "recent": [list(t) for t in memory.recent]},
+        "question": question,
+        "user_id": str(user.id),
+        "chat_id": str(chat_id),
+        "book_id": "",
+        "retrieved": [],
+        "context": "",
+        "retrieval": {},
+    }
+    try:
+        book = await _book_in_scope(services, user.id, request)
+    except UnknownBook as exc:
+        return {**update, "route": "unknown_book", "answer": f"I can't answer that: {exc}."}
+    if book is not None and request.book:
+        update["book_id"] = str(book.id)
+    update["route"] = classify_route(
+        question,
+        single_book=book is not None,
+        summary_keywords=settings.global_summary_keywords,
+        reasoning_keywords=settings.reasoning_keywords,
+    )
+    if update["route"] == "global_summary" and book is not None:
+        update["book_id"] = str(book.id)
+    update["corrections"] = await _corrections(
+        services, user.id, question, update["route"], update["book_id"]
+    )
+    return update

@@ -1,0 +1,70 @@
+"""The chat graph's model calls: the model the run asks for (``Context.chat_model``) or the
+default, and answers streamed with the chat's persona and their tokens counted.
+
+Tokens streamed here reach LangGraph's ``messages`` stream under the calling node's name
+(see :mod:`graphs.streaming`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from agent.chat.answering import with_persona
+from agent.config import Settings
+from agent.models import achat_model, model_label
+from graphs.context import Context
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A streamed answer, the tokens it took, and the model's label for ``model_used``."""
+
+    text: str
+    tokens: int
+    model: str
+
+
+def model_spec(runtime: Runtime[Context], default: str) -> str:
+    """The run's ``chat_model`` when it names one, else ``default``."""
+    ctx = runtime.context
+    return (ctx.chat_model if ctx and ctx.chat_model else None) or default
+
+
+async def load_model(
+    runtime: Runtime[Context], settings: Settings, temperature: float, default: str | None = None
+) -> tuple[BaseChatModel, str]:
+    """The run's chat model at ``temperature`` (``default``: the configured chat model) and
+    its spec."""
+    spec = model_spec(runtime, default or settings.chat_model)
+    return await achat_model(spec, settings, temperature), spec
+
+
+def _personalised(messages: list[BaseMessage], persona: str | None) -> list[BaseMessage]:
+    """``messages`` with the chat's persona added to the system message."""
+    if not persona or not messages or not isinstance(messages[0], SystemMessage):
+        return messages
+    return [SystemMessage(with_persona(str(messages[0].content), persona)), *messages[1:]]
+
+
+async def stream_reply(
+    runtime: Runtime[Context],
+    settings: Settings,
+    messages: list[BaseMessage],
+    *,
+    temperature: float,
+    persona: str | None = None,
+    default: str | None = None,
+) -> Reply:
+    """Answer ``messages`` (with ``persona``) on the run's model, streaming the tokens, and
+    count the tokens used."""
+    model, spec = await load_model(runtime, settings, temperature, default)
+    text, tokens = "", 0
+    async for chunk in model.astream(_personalised(messages, persona)):
+        text += chunk.content if isinstance(chunk.content, str) else ""
+        if chunk.usage_metadata:
+            tokens += chunk.usage_metadata.get("total_tokens", 0)
+    return Reply(text.strip(), tokens, model_label(spec))
