@@ -29,6 +29,7 @@ from graphs.streaming import ANSWERED_NODES, stream_turn
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Turn:
     """Who asks what, in which chat (``new_chat``: the graph creates it)."""

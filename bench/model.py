@@ -26,14 +26,8 @@ from pathlib import Path
 
 from agent import prompts
 from agent.config import Settings
+from bench.paths import ALICE
 
-ALICE = (
-    Path(__file__).resolve().parent.parent.parent
-    / "shared"
-    / "data"
-    / "books"
-    / ("alice-in-wonderland.txt")
-)
 REPLY_TOKENS = 8
 """Tokens written per timed reply (read to the end before the next turn)."""
 QUESTIONS = ("Who is speaking in these passages?", "What happens at the end of these passages?")

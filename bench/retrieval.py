@@ -25,79 +25,74 @@ The corpus, by default (document it with the figures):
   :func:`ensure_embedding_store` (timed), which is far faster than ~190k graph inserts.
 
 The corpus is kept and reused by later runs (``--rebuild`` drops the database).
+
+Here: the questions, the targets and the figures. The corpus' shape and rows are in
+:mod:`bench.retrieval_corpus`, building or reusing it in :mod:`bench.retrieval_build`, its
+database in :mod:`bench.retrieval_database`, the timed operations in
+:mod:`bench.retrieval_timing` and the crowded reads in :mod:`bench.retrieval_crowd`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import time
-import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
-from agent.config import Settings
-from agent.db.chunks import BM25Params, dense_candidates, dense_search, keyword_search
-from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, vector_literal
-from agent.db.engine import ensure_embedding_store
-from agent.db.postings import library_state
 from agent.db.scope import SearchScope
-from agent.db.server import server_url, with_database
-from agent.db.users import get_or_create_user
-from agent.ingest.document import blocks, unwrap
-from agent.ingest.sentences import split_sentences
-from agent.retrieval.hybrid import hybrid_search
-from agent.retrieval.search import SearchOptions, clear_search_cache, keyword_rankings, search
+from agent.retrieval.search import clear_search_cache
 from agent.retrieval.types import normalize_query
-from agent.services import Services, open_services
-from bench.common import QUICK_SUFFIX, SHARED_DATA, database_settings
+from agent.services import Services
+from bench.progress import Log, quiet
+from bench.retrieval_build import (
+    BuildFigures,
+    build_corpus,
+    corpus_users,
+    drop_corpus,
+    ensure_corpus,
+)
+from bench.retrieval_corpus import CorpusSpec
+from bench.retrieval_crowd import CROWD, crowded_reads, crowded_summary
+from bench.retrieval_database import (
+    BENCH_DATABASE,
+    drop_bench_database,
+    open_bench_services,
+)
+from bench.retrieval_timing import (
+    OPERATIONS,
+    LatencyFigures,
+    QueryTally,
+    TimedSearch,
+    check_results,
+    latency_figures,
+    time_queries,
+    warm_search,
+)
 
-BENCH_DATABASE = "quire_bench"
-BOOKS = [
-    SHARED_DATA / "books" / "alice-in-wonderland.txt",
-    SHARED_DATA / "books" / "pride-and-prejudice.txt",
+__all__ = [
+    "BENCH_DATABASE",
+    "CROWD",
+    "HYBRID_P95_TARGET_MS",
+    "OPERATIONS",
+    "QUESTIONS",
+    "RATIO_TARGET",
+    "BuildFigures",
+    "CorpusSpec",
+    "LatencyFigures",
+    "RetrievalFigures",
+    "bench_retrieval",
+    "build_corpus",
+    "crowded_summary",
+    "drop_bench_database",
+    "drop_corpus",
+    "ensure_corpus",
+    "open_bench_services",
+    "run_retrieval_bench",
 ]
-HNSW_INDEX = "child_chunks_embedding_hnsw"
+
 HYBRID_P95_TARGET_MS = 100.0
 RATIO_TARGET = 3.0
-OPERATIONS = (
-    "embed",
-    "dense",
-    "keyword",
-    "keyword_sql",
-    "hybrid",
-    "hybrid_search",
-    "raw",
-    "raw_candidates",
-    "raw_question",
-    "hybrid_cached",
-)
-"""``embed``: query embedding alone; ``dense``/``keyword``: the store's searches with a
-vector given (as many candidates as hybrid asks each for; ``keyword`` as hybrid runs it:
-library state, then BM25 from the in-memory copy); ``keyword_sql``: BM25 scored in SQL
-(what searches use while the copy loads, or with it off); ``hybrid``: the pipeline behind
-``hybrid_search`` end to end for a new question (search cache cleared first: library
-fingerprint, embedding, both searches, fusion, fetch, MMR); ``hybrid_search``: the same
-pipeline given the question's vector (``search(query_vector=...)``: everything but the
-embedding, which ``embed`` shows); ``raw_candidates``: the raw query for as many
-neighbours as hybrid reads from each side (``candidates_per_retriever``); ``raw``: the simplest pgvector
-top-k over the user's documents; ``raw_question``: that query from the question's text
-(the embedding and the raw query of the same question, added up: what ``hybrid`` compares
-with when both start from the question); ``hybrid_cached``: ``hybrid_search`` asked the same
-question again (a search-cache hit), for information only."""
-
-RAW_TOP_K_SQL = (
-    "SELECT id FROM child_chunks "
-    "WHERE document_id IN (SELECT id FROM documents WHERE user_id = :u) "
-    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT :k"
-)
 
 # Cycled when more queries are asked for than there are questions.
 QUESTIONS = [
@@ -152,70 +147,6 @@ QUESTIONS = [
     "What is the relationship between pride and prejudice in the novel?",
     "How does Jane Bennet finally become engaged to Bingley?",
 ]
-
-
-@dataclass(frozen=True)
-class CorpusSpec:
-    """The synthetic corpus: one target user and ``users - 1`` others."""
-
-    target_chunks: int = 100_000
-    other_chunks: int = 10_000
-    """Child chunks of each of the other users."""
-    users: int = 10
-    chunks_per_document: int = 100
-    children_per_parent: int = 5
-    pool_size: int = 2_000
-    """Book sentences embedded with the real embedder; chunk vectors mix these."""
-    user_prefix: str = "bench-retrieval"
-    seed: int = 7
-
-    @classmethod
-    def scaled(cls, target_chunks: int, **kw) -> CorpusSpec:
-        """A corpus whose other users own a tenth of the target user's chunks each."""
-        return cls(target_chunks=target_chunks, other_chunks=max(target_chunks // 10, 1), **kw)
-
-    def user_names(self) -> list[str]:
-        """Names of the corpus users, the target first."""
-        return [f"{self.user_prefix}-{i}" for i in range(self.users)]
-
-    def chunks_of(self, user_index: int) -> int:
-        """Child chunks the user at ``user_index`` owns."""
-        return self.target_chunks if user_index == 0 else self.other_chunks
-
-    @property
-    def total_chunks(self) -> int:
-        """Child chunks of all corpus users."""
-        return self.target_chunks + (self.users - 1) * self.other_chunks
-
-
-@dataclass
-class BuildFigures:
-    """How the corpus came to be (``reused``: built by an earlier run, figures from then)."""
-
-    reused: bool
-    documents: int
-    child_chunks: int
-    parent_chunks: int
-    pool_embed_s: float = 0.0
-    load_s: float = 0.0
-    """Generating rows and COPYing them in (HNSW index present only when ``index_during_load``)."""
-    keyword_stats_s: float = 0.0
-    analyze_s: float = 0.0
-    index_build_s: float | None = None
-    """HNSW build over all vectors after the load (None: the index was kept during the load)."""
-    index_during_load: bool = True
-    total_s: float = 0.0
-
-
-@dataclass
-class LatencyFigures:
-    """One operation's latency over the queries, in milliseconds."""
-
-    operation: str
-    p50_ms: float
-    p95_ms: float
-    mean_ms: float
-    max_ms: float
 
 
 @dataclass
@@ -282,479 +213,34 @@ class RetrievalFigures:
         return next(f for f in self.latencies if f.operation == operation)
 
 
-def crowded_summary(reads: dict[str, dict[str, float]], crowd: int) -> str:
-    """:attr:`RetrievalFigures.crowded_reads_p50_ms` in one line ('' when not measured);
-    also for the stored JSON (the bench report)."""
-    if not reads:
-        return ""
-    each = ", ".join(f"{name} {t['as is']} -> {t['crowded']}" for name, t in reads.items())
-    return f"search reads p50 ms, with {crowd} more documents of other users: {each}"
-
-
-Log = Callable[[str], None]
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-# --- the database -------------------------------------------------------------------------
-
-
-def is_bench_database(name: str | None) -> bool:
-    """Whether ``name`` is one of this benchmark's databases (full or ``--quick``)."""
-    return name in (BENCH_DATABASE, BENCH_DATABASE + QUICK_SUFFIX)
-
-
-def drop_bench_database(settings: Settings) -> None:
-    """Drop the benchmark database (``--rebuild``); refuses any other name."""
-    import psycopg
-    from psycopg import sql
-
-    if not is_bench_database(settings.database_name):
-        raise ValueError(f"refusing to drop {settings.database_name!r}")
-    admin = with_database(server_url(settings), "postgres").libpq
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(settings.database_name)
-            )
-        )
-
-
-async def open_bench_services(
-    rebuild: bool = False, base: Settings | None = None, database: str = BENCH_DATABASE
-) -> Services:
-    """Services on the benchmark database (dropped first with ``rebuild``)."""
-    import asyncio
-
-    settings = await asyncio.to_thread(database_settings, database, base)
-    if rebuild:
-        await asyncio.to_thread(drop_bench_database, settings)
-    return await open_services(settings)
-
-
-# --- the corpus ---------------------------------------------------------------------------
-
-
-def book_sentences(paths: list[Path] | None = None) -> list[str]:
-    """The books' sentences in reading order (headings and scraps dropped)."""
-    out: list[str] = []
-    for path in paths or BOOKS:
-        for block in blocks(path.read_text(encoding="utf-8")):
-            for sentence in split_sentences(unwrap(block)):
-                if len(sentence) >= 20 and re.search(r"[a-z]", sentence):
-                    out.append(sentence)
-    return out
-
-
-async def _corpus_users(services: Services, spec: CorpusSpec) -> dict[str, uuid.UUID]:
-    async with services.engine.connect() as conn:
-        rows = await conn.execute(
-            text("SELECT name, id FROM users WHERE name = ANY(:n)"), {"n": spec.user_names()}
-        )
-        return {r.name: r.id for r in rows}
-
-
-async def _corpus_complete(services: Services, spec: CorpusSpec) -> bool:
-    found = await _corpus_users(services, spec)
-    names = spec.user_names()
-    if len(found) != len(names):
-        return False
-    async with services.engine.connect() as conn:
-        counts = dict(
-            (
-                await conn.execute(
-                    text(
-                        "SELECT user_id, sum(keyword_chunks) FROM documents "
-                        "WHERE user_id = ANY(:u) GROUP BY user_id"
-                    ),
-                    {"u": list(found.values())},
-                )
-            ).all()
-        )
-        index = (
-            await conn.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": HNSW_INDEX})
-        ).scalar()
-    return bool(index) and all(
-        counts.get(found[name]) == spec.chunks_of(i) for i, name in enumerate(names)
-    )
-
-
-async def drop_corpus(services: Services, spec: CorpusSpec) -> None:
-    """Delete the corpus users with all their documents."""
-    async with services.engine.begin() as conn:
-        await conn.execute(text("DELETE FROM users WHERE name = ANY(:n)"), {"n": spec.user_names()})
-
-
-def _chunk_texts(
-    sentences: list[str], starts: np.ndarray, lengths: np.ndarray
-) -> tuple[list[str], np.ndarray]:
-    texts, ends = [], np.empty(len(starts), dtype=np.int64)
-    for j, (start, target) in enumerate(zip(starts, lengths, strict=True)):
-        parts, size, i = [], 0, int(start)
-        while size < target and i < len(sentences):
-            parts.append(sentences[i])
-            size += len(sentences[i]) + 1
-            i += 1
-        texts.append(" ".join(parts))
-        ends[j] = i
-    return texts, ends
-
-
-def _chunk_vectors(
-    rng: np.random.Generator, pool: np.ndarray, pool_at: np.ndarray, starts: np.ndarray
-) -> np.ndarray:
-    """``normalize(anchor + 0.4 * random pool vector + noise)`` per chunk (float32)."""
-    nearest = np.clip(np.searchsorted(pool_at, starts), 0, len(pool_at) - 1)
-    anchor = pool[nearest]
-    other = pool[rng.integers(0, len(pool), len(starts))]
-    noise = rng.normal(0.0, 0.3 / np.sqrt(pool.shape[1]), anchor.shape).astype(np.float32)
-    mixed = anchor + 0.4 * other + noise
-    return (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype(np.float32)
-
-
-def _sha(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
-async def _load_user(
-    copy_conn,
-    services: Services,
-    spec: CorpusSpec,
-    user_id: uuid.UUID,
-    n_chunks: int,
-    sentences: list[str],
-    pool: np.ndarray,
-    pool_at: np.ndarray,
-    rng: np.random.Generator,
-) -> tuple[int, int]:
-    """COPY one user's documents, parents and children in one transaction."""
-    per_doc = spec.chunks_per_document
-    docs, parents, children = [], [], []
-    model = services.embeddings.name
-    for d in range((n_chunks + per_doc - 1) // per_doc):
-        doc_id = uuid.uuid4()
-        count = min(per_doc, n_chunks - d * per_doc)
-        starts = np.sort(rng.integers(0, len(sentences) - 40, count))
-        texts, _ = _chunk_texts(sentences, starts, rng.integers(400, 700, count))
-        vectors = _chunk_vectors(rng, pool, pool_at, starts)
-        chars = 0
-        for p0 in range(0, count, spec.children_per_parent):
-            parent_id = uuid.uuid4()
-            group = texts[p0 : p0 + spec.children_per_parent]
-            chapter = f"Chapter {p0 // spec.children_per_parent + 1}"
-            parent_text = " ".join(group)
-            chars += len(parent_text)
-            parents.append(
-                (parent_id, doc_id, p0 // spec.children_per_parent, parent_text, chapter)
-                + (_sha(parent_text),)
-            )
-            for j, child in enumerate(group, start=p0):
-                children.append(
-                    (uuid.uuid4(), doc_id, parent_id, j, child, chapter, _sha(child), vectors[j])
-                )
-        docs.append(
-            (doc_id, user_id, f"Synthetic book {d + 1}", "txt", "BOOK", _sha(str(doc_id)))
-            + (chars, model, "none", f"bench-{d + 1}.txt")
-        )
-    async with copy_conn.transaction():
-        cur = copy_conn.cursor()
-        async with cur.copy(
-            "COPY documents (id, user_id, title, file_type, doc_type, content_hash, "
-            "char_count, embedding_model, summary_status, filename) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["uuid", "uuid", "text", "text", "text", "text", "int4"] + ["text"] * 3)
-            for row in docs:
-                await copy.write_row(row)
-        async with cur.copy(
-            "COPY parent_chunks (id, document_id, chunk_index, text, chapter_title, "
-            "content_hash) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["uuid", "uuid", "int4", "text", "text", "text"])
-            for row in parents:
-                await copy.write_row(row)
-        async with cur.copy(
-            "COPY child_chunks (id, document_id, parent_id, chunk_index, text, chapter_title, "
-            "content_hash, embedding) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["uuid", "uuid", "uuid", "int4", "text", "text", "text", "vector"])
-            for row in children:
-                await copy.write_row(row)
-    return len(docs), len(parents)
-
-
-async def build_corpus(
-    services: Services, spec: CorpusSpec, index_during_load: bool = True, log: Log = _quiet
-) -> BuildFigures:
-    """Create the corpus users and their documents (any earlier corpus of ``spec`` is dropped).
-
-    ``index_during_load=False`` drops the HNSW index for the load and rebuilds it after with
-    :func:`ensure_embedding_store`; allowed only in the benchmark database.
-    """
-    import asyncio
-
-    import psycopg
-    from pgvector.psycopg import register_vector_async
-
-    began = time.perf_counter()
-    rng = np.random.default_rng(spec.seed)
-    await drop_corpus(services, spec)
-    async with services.engine.connect() as conn:
-        database = (await conn.execute(text("SELECT current_database()"))).scalar()
-    if not index_during_load and not is_bench_database(database):
-        raise ValueError(f"the HNSW index is dropped only in {BENCH_DATABASE!r}, not {database!r}")
-
-    sentences = book_sentences()
-    pool_at = np.sort(rng.choice(len(sentences), min(spec.pool_size, len(sentences)), False))
-    log(f"embedding a pool of {len(pool_at)} book sentences with the real embedder...")
-    t = time.perf_counter()
-    pool = np.array(
-        await asyncio.to_thread(
-            services.embeddings.embedder.embed_documents, [sentences[i] for i in pool_at]
-        ),
-        dtype=np.float32,
-    )
-    pool_embed_s = time.perf_counter() - t
-
-    async with services.engine.begin() as conn:
-        user_ids = [(await get_or_create_user(conn, name)).id for name in spec.user_names()]
-        if not index_during_load:
-            await conn.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
-            await conn.execute(text("DELETE FROM embedding_store"))
-
-    t = time.perf_counter()
-    documents = parents = 0
-    async with await psycopg.AsyncConnection.connect(services.urls.libpq) as copy_conn:
-        await register_vector_async(copy_conn)
-        for i, user_id in enumerate(user_ids):
-            n = spec.chunks_of(i)
-            log(f"loading user {i + 1}/{spec.users}: {n} child chunks...")
-            d, p = await _load_user(
-                copy_conn, services, spec, user_id, n, sentences, pool, pool_at, rng
-            )
-            documents += d
-            parents += p
-    load_s = time.perf_counter() - t
-
-    log("computing BM25 statistics...")
-    t = time.perf_counter()
-    async with services.engine.begin() as conn:
-        # _refresh_keyword_stats for every corpus document at once
-        where = "d.user_id = ANY(:u)"
-        await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"u": user_ids})
-        await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"u": user_ids})
-        await conn.execute(
-            text(
-                "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
-                "updated_at = now() FROM (SELECT c.document_id, count(*) AS n, "
-                "coalesce(sum(c.token_count), 0) AS tokens FROM child_chunks c "
-                "JOIN documents d2 ON d2.id = c.document_id WHERE d2.user_id = ANY(:u) "
-                "GROUP BY c.document_id) s WHERE d.id = s.document_id"
-            ),
-            {"u": user_ids},
-        )
-    keyword_stats_s = time.perf_counter() - t
-
-    index_build_s = None
-    if not index_during_load:
-        log("building the HNSW index (ensure_embedding_store)...")
-        t = time.perf_counter()
-        # the graph of ~190k vectors needs more than the default 64 MB to build in memory
-        builder = create_async_engine(
-            services.urls.sqlalchemy,
-            poolclass=NullPool,
-            connect_args={"options": "-c maintenance_work_mem=1GB"},
-        )
-        try:
-            emb = services.embeddings
-            await ensure_embedding_store(builder, emb.name, emb.dimension, services.settings)
-        finally:
-            await builder.dispose()
-        index_build_s = time.perf_counter() - t
-
-    log("vacuum analyze...")
-    t = time.perf_counter()
-    async with await psycopg.AsyncConnection.connect(services.urls.libpq, autocommit=True) as c:
-        await c.execute(
-            "VACUUM (ANALYZE) documents, parent_chunks, child_chunks, keyword_terms, "
-            "keyword_postings, users"
-        )
-    analyze_s = time.perf_counter() - t
-
-    figures = BuildFigures(
-        reused=False,
-        documents=documents,
-        child_chunks=spec.total_chunks,
-        parent_chunks=parents,
-        pool_embed_s=round(pool_embed_s, 2),
-        load_s=round(load_s, 2),
-        keyword_stats_s=round(keyword_stats_s, 2),
-        analyze_s=round(analyze_s, 2),
-        index_build_s=None if index_build_s is None else round(index_build_s, 2),
-        index_during_load=index_during_load,
-        total_s=round(time.perf_counter() - began, 2),
-    )
-    async with services.engine.begin() as conn:  # the marker a later run reuses
-        import json
-
-        await conn.execute(
-            text(
-                "UPDATE documents SET metadata = CAST(:m AS jsonb) WHERE id = "
-                "(SELECT id FROM documents WHERE user_id = :u ORDER BY id LIMIT 1)"
-            ),
-            {"m": json.dumps({"bench_build": asdict(figures)}), "u": user_ids[0]},
-        )
-    return figures
-
-
-async def ensure_corpus(
-    services: Services,
-    spec: CorpusSpec,
-    rebuild: bool = False,
-    index_during_load: bool = True,
-    log: Log = _quiet,
-) -> BuildFigures:
-    """Reuse a complete corpus of ``spec`` or build it."""
-    if not rebuild and await _corpus_complete(services, spec):
-        async with services.engine.connect() as conn:
-            stored = (
-                await conn.execute(
-                    text(
-                        "SELECT d.metadata -> 'bench_build' FROM documents d JOIN users u "
-                        "ON u.id = d.user_id WHERE u.name = :n AND d.metadata ? 'bench_build'"
-                    ),
-                    {"n": spec.user_names()[0]},
-                )
-            ).scalar()
-        figures = BuildFigures(**stored) if stored else BuildFigures(False, 0, 0, 0)
-        figures.reused = True
-        log(f"reusing the corpus built earlier ({figures.total_s} s)")
-        return figures
-    return await build_corpus(services, spec, index_during_load, log)
-
-
-# --- the measurements ---------------------------------------------------------------------
-
-
-def _ms(values: list[float], operation: str) -> LatencyFigures:
-    arr = np.array(values) * 1000
-    p50, p95 = np.percentile(arr, [50, 95])
-    return LatencyFigures(
-        operation,
-        round(float(p50), 2),
-        round(float(p95), 2),
-        round(float(arr.mean()), 2),
-        round(float(arr.max()), 2),
-    )
-
-
-async def _plan_uses_hnsw(conn, sql: str, params: dict) -> bool:
-    rows = await conn.execute(text(f"EXPLAIN {sql}"), params)
-    return any(HNSW_INDEX in r[0] for r in rows)
-
-
-SEARCH_RELATIONS = (
-    "child_chunks",
-    "parent_chunks",
-    "documents",
-    "keyword_postings",
-    "keyword_terms",
-)
-
-
-HOT_RELATIONS = ("child_chunks", HNSW_INDEX, "documents", "parent_chunks")
-"""What every dense search reads: kept in shared buffers by a running server."""
-
-
-async def prewarm_search_relations(services: Services) -> int:
-    """Read the tables search touches, and all their indexes, into the OS page cache, and
-    those of :data:`HOT_RELATIONS` into shared buffers too, so a database opened cold (after
-    other benchmarks, or a restart) is timed warm as a running server is.
-
-    Uses ``pg_prewarm`` (shipped with Postgres' contrib); returns the MiB read, 0 where the
-    extension is not available.
-    """
-    from sqlalchemy.exc import DBAPIError
-
-    try:
-        async with services.engine.begin() as conn:
-            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
-            blocks = (
-                await conn.execute(
-                    text(
-                        "SELECT coalesce(sum(pg_prewarm(c.oid, 'read')), 0) FROM pg_class c "
-                        "WHERE c.relname = ANY(:names) OR c.oid IN ("
-                        "  SELECT indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
-                        "  WHERE t.relname = ANY(:names))"
-                    ),
-                    {"names": list(SEARCH_RELATIONS)},
-                )
-            ).scalar()
-            await conn.execute(
-                text("SELECT pg_prewarm(c.oid, 'buffer') FROM pg_class c WHERE relname = ANY(:n)"),
-                {"n": list(HOT_RELATIONS)},
-            )
-    except DBAPIError:
-        return 0
-    return int(blocks) * 8192 // 2**20
-
-
-CROWD = 100_000
-"""Documents of other users added (in a transaction rolled back) for the crowded reads."""
-
-
-async def crowded_reads(
-    services: Services,
-    scope: SearchScope,
-    others: Sequence[uuid.UUID],
-    question: str,
-    vector: Sequence[float],
-    crowd: int = CROWD,
-    repeats: int = 30,
+def _ratio(over: float, under: float) -> float:
+    return round(over / under, 2) if under > 0 else float("inf")
+
+
+def _p95_ratios(latencies: list[LatencyFigures]) -> dict[str, float]:
+    """The p95 ratios of :class:`RetrievalFigures`, by field name."""
+    p95 = {f.operation: f.p95_ms for f in latencies}
+    return {
+        "hybrid_over_raw_p95": _ratio(p95["hybrid"], p95["raw"]),
+        "search_over_raw_p95": _ratio(p95["hybrid_search"], p95["raw"]),
+        "search_over_raw_candidates_p95": _ratio(p95["hybrid_search"], p95["raw_candidates"]),
+        "hybrid_over_raw_question_p95": _ratio(p95["hybrid"], p95["raw_question"]),
+    }
+
+
+async def _crowded(
+    timed: TimedSearch, spec: CorpusSpec, question: str, crowd: int, log: Log
 ) -> dict[str, dict[str, float]]:
-    """p50 ms of the search's reads before and after ``crowd`` empty documents are added
-    for ``others`` (one transaction, planner statistics refreshed, then rolled back and the
-    table vacuumed and analyzed again)."""
-    n = services.settings.candidates_per_retriever
-    bm25 = BM25Params.from_settings(services.settings)
-    out: dict[str, dict[str, float]] = {}
-    async with services.engine.connect() as conn:
-        reads = {
-            "state": lambda: library_state(conn, scope, [question]),
-            "dense": lambda: dense_candidates(conn, scope, vector, n),
-            "keyword_sql": lambda: keyword_search(conn, scope, question, n, bm25),
-        }
+    """:func:`crowded_reads` with the corpus' other users as the crowd's owners."""
+    log(f"timing the search's reads with {crowd} more documents of other users...")
+    users = await corpus_users(timed.services, spec)
+    others = [u for u in users.values() if u != timed.target]
+    vector = timed.services.embeddings.embedder.embed_query(question)
+    return await crowded_reads(timed.services, timed.scope, others, question, vector, crowd)
 
-        async def timed(label: str) -> None:
-            for name, read in reads.items():
-                await read()  # warm
-                took = []
-                for _ in range(repeats):
-                    t = time.perf_counter()
-                    await read()
-                    took.append(time.perf_counter() - t)
-                out.setdefault(name, {})[label] = round(float(np.median(took)) * 1000, 2)
 
-        await timed("as is")
-        await conn.execute(
-            text(
-                "INSERT INTO documents (id, user_id, title, file_type, doc_type, content_hash, "
-                "embedding_model) SELECT gen_random_uuid(), (CAST(:o AS uuid[]))[1 + g % :n], "
-                "'crowd', 'txt', 'document', md5('crowd' || g), 'none' "
-                "FROM generate_series(1, :crowd) g"
-            ),
-            {"o": list(others), "n": len(others), "crowd": crowd},
-        )
-        await conn.execute(text("ANALYZE documents"))
-        await timed("crowded")
-        await conn.rollback()
-    # the rolled-back rows stay in the table and its indexes until vacuumed, and ANALYZE
-    # wrote the row count in place, outside the transaction: clean both up
-    async with services.engine.connect() as conn:
-        await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.execute(text("VACUUM ANALYZE documents"))
-    return out
+def _stages_p50(tally: QueryTally) -> dict[str, float]:
+    return {stage: round(float(np.percentile(v, 50)), 2) for stage, v in tally.stages.items()}
 
 
 async def bench_retrieval(
@@ -765,7 +251,7 @@ async def bench_retrieval(
     rebuild: bool = False,
     index_during_load: bool = True,
     warmup: int = 20,
-    log: Log = _quiet,
+    log: Log = quiet,
     crowd: int = CROWD,
 ) -> RetrievalFigures:
     """Build or reuse the corpus, then time every operation on the same ``queries`` questions.
@@ -779,145 +265,22 @@ async def bench_retrieval(
     k = k or settings.top_k_specific
     n = max(settings.candidates_per_retriever, k)
     build = await ensure_corpus(services, spec, rebuild, index_during_load, log)
-    target = (await _corpus_users(services, spec))[spec.user_names()[0]]
-    scope = SearchScope(user_id=target)
-    embedder = services.embeddings.embedder
+    target = (await corpus_users(services, spec))[spec.user_names()[0]]
+    timed = TimedSearch(services, target, SearchScope(user_id=target), k, n)
     questions = [normalize_query(QUESTIONS[i % len(QUESTIONS)]) for i in range(queries)]
-    raw_sql = text(RAW_TOP_K_SQL)
-
-    times: dict[str, list[float]] = {op: [] for op in OPERATIONS}
-    stages: dict[str, list[float]] = {}
-    hit_ids: set[uuid.UUID] = set()
-    foreign = short = timeouts = 0
-    prewarmed = await prewarm_search_relations(services)
-    if prewarmed:
-        log(f"read {prewarmed} MiB of tables and indexes into the OS cache (pg_prewarm)")
-    memory_load_s, memory_postings = None, 0
-    if settings.bm25_memory_index:
-        t = time.perf_counter()
-        memory_postings = await services.keyword_indexes.warm(services.engine, scope)
-        memory_load_s = round(time.perf_counter() - t, 2)
-        log(f"loaded {memory_postings} BM25 postings into memory in {memory_load_s} s")
+    memory_load_s, memory_postings = await warm_search(timed, log)
     load_before = list(os.getloadavg())
     warmup = min(warmup, len(questions))  # the warm-up reuses the first questions
     log(f"timing {queries} queries (+{warmup} warm-up)...")
-    for i, question in enumerate(questions[:warmup] + questions):
-        t = time.perf_counter()
-        vector = embedder.embed_query(question)
-        took = {"embed": time.perf_counter() - t}
-
-        async def raw_top_k(conn, vector=vector):
-            q = {"u": target, "q": vector_literal(vector), "k": k}
-            return (await conn.execute(raw_sql, q)).scalars().all()
-
-        async def raw_candidates(conn, vector=vector):
-            q = {"u": target, "q": vector_literal(vector), "k": n}
-            return (await conn.execute(raw_sql, q)).scalars().all()
-
-        async def dense(conn, vector=vector):
-            return await dense_search(conn, scope, vector, n)
-
-        async def keyword(conn, question=question):
-            state = await library_state(conn, scope, [question])
-            return (await keyword_rankings(services, scope, state, [question], n))[0]
-
-        async def keyword_sql(conn, question=question):
-            return await keyword_search(
-                conn, scope, question, n, BM25Params.from_settings(settings)
-            )
-
-        async def hybrid(_, question=question):
-            clear_search_cache()  # every timed question is a new one (the questions repeat)
-            # exactly what hybrid_search(services, scope, question, k) runs, with its metrics
-            return await search(services, scope, question, SearchOptions(k=k))
-
-        async def hybrid_given_vector(_, question=question, vector=vector):
-            clear_search_cache()
-            return await search(services, scope, question, SearchOptions(k=k), query_vector=vector)
-
-        # each query's HNSW pages stay cached for the next operation on the same vector:
-        # rotate the order so that every operation goes first equally often
-        steps = [
-            ("raw", raw_top_k),
-            ("raw_candidates", raw_candidates),
-            ("dense", dense),
-            ("keyword", keyword),
-            ("keyword_sql", keyword_sql),
-            ("hybrid", hybrid),
-            ("hybrid_search", hybrid_given_vector),
-        ]
-        steps = steps[i % len(steps) :] + steps[: i % len(steps)]
-        got = {}
-        async with services.engine.connect() as conn:
-            for op, step in steps:
-                t = time.perf_counter()
-                got[op] = await step(conn)
-                took[op] = time.perf_counter() - t
-        took["raw_question"] = took["embed"] + took["raw"]
-        t = time.perf_counter()
-        cached = await hybrid_search(services, scope, question, k)
-        took["hybrid_cached"] = time.perf_counter() - t
-        if i < warmup:
-            continue
-        for op in OPERATIONS:
-            times[op].append(took[op])
-        result = got["hybrid"]
-        for stage, ms in result.metrics.stages_ms.items():
-            stages.setdefault(stage, []).append(ms)
-        hit_ids.update(
-            got["raw"],
-            (h.chunk_id for h in [*got["dense"], *got["keyword"], *got["keyword_sql"]]),
-        )
-        given = got["hybrid_search"].chunks
-        foreign += sum(c.record.owner_id != target for c in [*result.chunks, *cached, *given])
-        short += len(got["raw"]) < k or len(result.chunks) < k
-        timeouts += result.metrics.timed_out or bool(result.metrics.failures)
+    tally = await time_queries(timed, questions, warmup)
     clear_search_cache()
     load_after = list(os.getloadavg())
-    crowded = {}
-    if crowd:
-        log(f"timing the search's reads with {crowd} more documents of other users...")
-        users = await _corpus_users(services, spec)
-        others = [u for u in users.values() if u != target]
-        question = questions[0]
-        crowded = await crowded_reads(
-            services, scope, others, question, embedder.embed_query(question), crowd
-        )
+    crowded = await _crowded(timed, spec, questions[0], crowd, log) if crowd else {}
+    database, foreign, uses_hnsw = await check_results(timed, tally.hit_ids, questions[0])
 
-    async with services.engine.connect() as conn:
-        database = (await conn.execute(text("SELECT current_database()"))).scalar()
-        foreign += (
-            await conn.execute(
-                text(
-                    "SELECT count(*) FROM child_chunks c JOIN documents d ON d.id = c.document_id "
-                    "WHERE c.id = ANY(:ids) AND d.user_id <> :u"
-                ),
-                {"ids": list(hit_ids), "u": target},
-            )
-        ).scalar()
-        probe = vector_literal(embedder.embed_query(questions[0]))
-        visible, params = scope.visible_documents_sql()
-        uses_hnsw = {
-            "raw": await _plan_uses_hnsw(conn, RAW_TOP_K_SQL, {"u": target, "q": probe, "k": k}),
-            "dense": await _plan_uses_hnsw(
-                conn,
-                f"WITH visible AS ({visible}) SELECT c.id FROM child_chunks c "
-                "WHERE c.document_id IN (SELECT id FROM visible) AND c.embedding IS NOT NULL "
-                "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT :k",
-                {**params, "q": probe, "k": n},
-            ),
-        }
-
-    latencies = [_ms(times[op], op) for op in OPERATIONS]
-    by_op = {f.operation: f for f in latencies}
-    hybrid_p95, raw_p95 = by_op["hybrid"].p95_ms, by_op["raw"].p95_ms
-    ratio = round(hybrid_p95 / raw_p95, 2) if raw_p95 > 0 else float("inf")
-    search_p95 = by_op["hybrid_search"].p95_ms
-    search_ratio = round(search_p95 / raw_p95, 2) if raw_p95 > 0 else float("inf")
-    deep_p95 = by_op["raw_candidates"].p95_ms
-    deep_ratio = round(search_p95 / deep_p95, 2) if deep_p95 > 0 else float("inf")
-    question_p95 = by_op["raw_question"].p95_ms
-    question_ratio = round(hybrid_p95 / question_p95, 2) if question_p95 > 0 else float("inf")
+    latencies = [latency_figures(tally.times[op], op) for op in OPERATIONS]
+    ratios = _p95_ratios(latencies)
+    hybrid_p95 = next(f.p95_ms for f in latencies if f.operation == "hybrid")
     return RetrievalFigures(
         database=database,
         corpus=asdict(spec),
@@ -926,20 +289,15 @@ async def bench_retrieval(
         k=k,
         candidates=n,
         latencies=latencies,
-        hybrid_over_raw_p95=ratio,
-        search_over_raw_p95=search_ratio,
-        search_over_raw_candidates_p95=deep_ratio,
-        hybrid_over_raw_question_p95=question_ratio,
+        **ratios,
         hybrid_p95_target_ms=HYBRID_P95_TARGET_MS,
         ratio_target=RATIO_TARGET,
         meets_p95_target=hybrid_p95 <= HYBRID_P95_TARGET_MS,
-        meets_ratio_target=deep_ratio <= RATIO_TARGET,
-        foreign_hits=int(foreign),
-        short_results=int(short),
-        hybrid_timeouts=int(timeouts),
-        hybrid_stages_p50_ms={
-            stage: round(float(np.percentile(v, 50)), 2) for stage, v in stages.items()
-        },
+        meets_ratio_target=ratios["search_over_raw_candidates_p95"] <= RATIO_TARGET,
+        foreign_hits=int(tally.foreign + foreign),
+        short_results=int(tally.short),
+        hybrid_timeouts=int(tally.timeouts),
+        hybrid_stages_p50_ms=_stages_p50(tally),
         uses_hnsw=uses_hnsw,
         load_avg_before=[round(x, 2) for x in load_before],
         load_avg_after=[round(x, 2) for x in load_after],
@@ -960,7 +318,7 @@ async def run_retrieval_bench(
     queries: int = 200,
     chunks: int = 100_000,
     rebuild: bool = False,
-    log: Log = _quiet,
+    log: Log = quiet,
     database: str = BENCH_DATABASE,
     pool_size: int | None = None,
 ) -> tuple[RetrievalFigures, Path]:

@@ -77,11 +77,12 @@ async def test_every_benchmark_lands_in_one_report(services, tmp_path):
 
 async def test_a_failing_benchmark_is_reported_and_the_rest_go_on(services, monkeypatch):
     from bench import report as bench_report
+    from bench import report_runners
 
     async def broken(plan, log):
         raise RuntimeError("embedder exploded")
 
-    monkeypatch.setitem(bench_report.RUNNERS, "ingest", broken)
+    monkeypatch.setitem(report_runners.RUNNERS, "ingest", broken)
     plan = _tiny_plan(skip=frozenset(bench_report.BENCHMARKS) - {"ingest", "load"})
     sections = await bench_report.run_benchmarks(plan)
     outcome = {s.name: (s.skipped, s.error) for s in sections}

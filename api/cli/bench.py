@@ -1,0 +1,218 @@
+"""``quire bench``: benchmarks that print figures and write them under the data folder; alone,
+every benchmark into one Markdown report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from api.cli.bench_chat import bench_answers_command, bench_load_command
+from api.cli.common import JsonOption, err, fail, log_dim, out, run_or_exit, run_with_services
+
+bench_app = typer.Typer(
+    help="Benchmarks that print figures. Alone, `quire bench` runs them all into one report.",
+    invoke_without_command=True,
+)
+
+
+@bench_app.callback()
+def bench_all(
+    ctx: typer.Context,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick", help="Minutes: small corpora, a 10 s load, a SciFact slice, 9 questions."
+        ),
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Chat model of the answer benchmarks (default: local; quick: extractive)."
+        ),
+    ] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Leave out a benchmark (repeatable): ingest, retrieval, answers, load, "
+            "eval-retrieval, eval-answers."
+        ),
+    ] = None,
+) -> None:
+    """Run every benchmark and write one Markdown report with all figures and the machine.
+
+    Options here apply to the full run only (`quire bench --quick`), not to subcommands.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from agent.config import get_settings
+    from bench.report import (
+        BENCHMARKS,
+        BenchPlan,
+        render_report,
+        run_benchmarks,
+        write_bench_report,
+    )
+
+    unknown = sorted(set(skip or []) - set(BENCHMARKS))
+    if unknown:
+        raise fail(f"unknown benchmark {', '.join(unknown)}: use {', '.join(BENCHMARKS)}", 2)
+    plan = (
+        BenchPlan.quick_plan(model or "extractive", skip=frozenset(skip or []))
+        if quick
+        else BenchPlan(model=model or "local", skip=frozenset(skip or []))
+    )
+    sections = asyncio.run(
+        run_benchmarks(plan, log=lambda m: err.print(m, style="dim", highlight=False))
+    )
+    markdown = render_report(sections, plan)
+    written = write_bench_report(markdown, sections, plan, get_settings().data_dir / "bench")
+    typer.echo(markdown)  # plain: rich would wrap the tables
+    out.print(f"written: {written}")
+    if any(s.error for s in sections):
+        raise typer.Exit(1)
+
+
+@bench_app.command("ingest")
+def bench_ingest_command(
+    files: Annotated[
+        list[Path] | None, typer.Argument(help="Files (default: P&P + textbook).")
+    ] = None,
+) -> None:
+    """Seconds per stage, chunks/s and pipeline/embedder throughput ratio (target >= 0.8)."""
+    from bench.common import bench_ingest, machine, write_results
+
+    async def work(services):
+        return await bench_ingest(services, files or None), services.settings.data_dir
+
+    figures, data_dir = run_with_services(work)
+    table = Table(
+        "file",
+        "chunks",
+        "total s",
+        "parse",
+        "chunk",
+        "embed",
+        "store",
+        "chunks/s",
+        "raw embed s",
+        "ratio",
+    )
+    for f in figures:
+        table.add_row(
+            f.file,
+            str(f.chunks),
+            str(f.total_s),
+            str(f.parse_s),
+            str(f.chunk_s),
+            str(f.embed_s),
+            str(f.store_s),
+            str(f.chunks_per_s),
+            str(f.raw_embed_s),
+            str(f.throughput_ratio),
+        )
+    out.print(table)
+    out.print(f"machine: {machine()}")
+    out.print(f"written: {write_results('ingest', figures, data_dir / 'bench')}")
+
+
+@bench_app.command("retrieval")
+def bench_retrieval_command(
+    queries: Annotated[int, typer.Option(help="Queries to time.")] = 200,
+    chunks: Annotated[
+        int, typer.Option(help="Child chunks of the target user (9 others get a tenth each).")
+    ] = 100_000,
+    rebuild: Annotated[bool, typer.Option(help="Drop the benchmark database first.")] = False,
+) -> None:
+    """p50/p95 ms of embedding, dense, BM25, hybrid and raw pgvector top-k (database quire_bench)."""
+    from bench.common import machine, write_results
+    from bench.retrieval import run_retrieval_bench
+
+    figures, data_dir = run_or_exit(run_retrieval_bench(queries, chunks, rebuild, log=log_dim))
+    b = figures.build
+    out.print(
+        f"corpus: {b.child_chunks} child chunks in {b.documents} documents, "
+        f"{figures.corpus['target_chunks']} of them the target user's "
+        f"({'reused' if b.reused else 'built'}: {b.total_s} s; load {b.load_s} s, "
+        f"BM25 stats {b.keyword_stats_s} s, HNSW build {b.index_build_s} s)"
+    )
+    table = Table("operation", "p50 ms", "p95 ms", "mean ms", "max ms")
+    for f in figures.latencies:
+        table.add_row(f.operation, str(f.p50_ms), str(f.p95_ms), str(f.mean_ms), str(f.max_ms))
+    out.print(table)
+    hybrid_p95 = figures.latency("hybrid").p95_ms
+    out.print(
+        f"hybrid p95 {hybrid_p95} ms <= {figures.hybrid_p95_target_ms:g} ms: "
+        f"{'met' if figures.meets_p95_target else 'NOT met'}; hybrid search given the "
+        f"query vector / raw top-{figures.candidates} (the depth it reads) p95 "
+        f"{figures.search_over_raw_candidates_p95} <= {figures.ratio_target:g}: "
+        f"{'met' if figures.meets_ratio_target else 'NOT met'} (over raw top-{figures.k}: "
+        f"{figures.search_over_raw_p95}x; hybrid with the embedding over the embedding + "
+        f"raw: {figures.hybrid_over_raw_question_p95}x, over raw alone: "
+        f"{figures.hybrid_over_raw_p95}x)"
+    )
+    out.print(
+        f"queries: {figures.queries}, k {figures.k}, candidates {figures.candidates}, "
+        f"foreign hits {figures.foreign_hits}, short results {figures.short_results}, "
+        f"hybrid timeouts {figures.hybrid_timeouts}, HNSW used {figures.uses_hnsw}, "
+        f"load avg {figures.load_avg_before} -> {figures.load_avg_after}"
+    )
+    out.print(f"hybrid stages p50 ms: {figures.hybrid_stages_p50_ms}")
+    if figures.bm25_memory_load_s is not None:
+        out.print(
+            f"in-memory BM25 copy: {figures.bm25_memory_postings} postings loaded in "
+            f"{figures.bm25_memory_load_s} s (once per process; SQL scores meanwhile)"
+        )
+    if figures.crowded_reads_p50_ms:
+        out.print(figures.crowded_summary())
+    out.print(f"machine: {machine()}")
+    out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
+
+
+bench_app.command("answers")(bench_answers_command)
+
+
+@bench_app.command("model")
+def bench_model_command(
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds per mode (cold + follow-up).")] = 3,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(help="LABEL=FOLDER: another llama_cpp build to time beside the installed."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """llama.cpp prompt/writing tokens/s per build, and time to first token in-process
+    against the supervised model process (one run)."""
+    from agent.config import get_settings
+    from bench.common import machine, write_results
+    from bench.model import run_model_bench
+
+    settings = get_settings()
+    pairs = dict(item.split("=", 1) for item in compare or [])
+    figures = asyncio.run(run_model_bench(settings, rounds, pairs))
+    payload = figures.as_json()
+    written = write_results("model", payload, settings.data_dir / "bench")
+    if as_json:
+        print(json.dumps({"machine": machine(), "results": payload, "written": str(written)}))
+        return
+    table = Table("build", "prompt tok/s", "writing tok/s", "kernels")
+    for b in figures.builds:
+        kernels = b.error or " ".join(
+            n for n in ("AVX2", "AVX512", "AVX512_VNNI", "AMX_INT8") if f"{n} = 1" in b.system_info
+        )
+        table.add_row(b.build, str(b.prompt_tokens_per_s), str(b.gen_tokens_per_s), kernels)
+    out.print(table)
+    ttft = Table("time to first token, p50 s", "cold question", "follow-up (cached prefix)")
+    for t in figures.ttft:
+        ttft.add_row(t.mode, str(t.p50("cold")), str(t.p50("follow_up")))
+    ttft.add_row("ratio", str(figures.ratio("cold")), str(figures.ratio("follow_up")))
+    out.print(ttft)
+    out.print(f"written: {written}")
+
+
+bench_app.command("load")(bench_load_command)
