@@ -2,8 +2,10 @@
 
 :func:`answer_events` yields ``("token", {"text"})`` while an answering node streams, then
 ``citations``, ``route``, ``usage`` and ``done``; it raises :class:`~api.errors.ApiError`
-when the turn cannot be answered. The graph saves a turn in one transaction at its very
-end (``save``), so a turn that fails or is refused leaves no message and no usage behind.
+when the turn cannot be answered. The graph counts the turn against the monthly limit when
+it starts and saves it in one transaction at its very end (``save``). A turn that fails
+keeps its question with the error (the graph saves it; here for a turn that timed out) and
+is not counted; a refused one (over the limit) leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from agent.chat.books import UnknownBook, resolve_book
-from agent.chat.records import discard_empty_chat, title_untitled_chat
-from agent.chat.turn_log import over_monthly_limit
+from agent.chat.records import discard_empty_chat, get_chat, title_untitled_chat
+from agent.chat.turn_log import (
+    ANSWER_FAILED,
+    TurnError,
+    monthly_limit,
+    over_monthly_limit,
+    save_failed_question,
+    turn_timed_out,
+)
 from agent.db.chats import ChatOwnershipError
 from agent.db.users import User
 from agent.model_server.endpoint import ModelUnavailable
@@ -59,7 +68,7 @@ async def check_turn(services: Services, turn: Turn) -> None:
         except UnknownBook:
             raise ApiError(404, "not_found", "No such document in your library.") from None
     if await over_monthly_limit(services, turn.user.id):
-        raise monthly_limit_error(services.settings.monthly_message_limit)
+        raise monthly_limit_error(await monthly_limit(services, turn.user.id))
 
 
 class _TokenText:
@@ -100,7 +109,9 @@ class TurnTimedOut(Exception):
 
 
 async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
-    """The graph's answer tokens as they stream, then ``("final", state)``.
+    """The graph's answer tokens as they stream, ``("started", update)`` when ``route`` has
+    opened the turn, ``("saved", update)`` when ``save`` has stored it, then
+    ``("final", state)``.
 
     Raises :class:`TurnTimedOut` when the turn has no answer within
     ``settings.chat_timeout_seconds``. Only waiting on the graph counts (never the caller's
@@ -126,7 +137,9 @@ async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str,
                 if limit.expired():
                     raise TurnTimedOut from None
                 raise
-            if event.kind == "node" and event.node in ANSWERED_NODES:
+            if event.kind == "node" and event.node in ("route", "save"):
+                yield "started" if event.node == "route" else "saved", event.state
+            elif event.kind == "node" and event.node in ANSWERED_NODES:
                 deadline = None
             elif event.kind == "token":
                 yield "token", event.text
@@ -135,29 +148,75 @@ async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str,
 
 
 async def _discard(services: Services, turn: Turn) -> None:
-    """After a failed first turn, remove the empty chat the graph opened and its state."""
+    """After a failed or refused first turn, remove the chat the graph opened and its state,
+    unless it keeps a message (the failed question)."""
     if not turn.new_chat:
         return
     try:
-        await discard_empty_chat(services, turn.user.id, turn.chat_id)
-        saver = (await open_checkpointer(services)).saver
-        await saver.adelete_thread(str(turn.chat_id))
+        removed = await discard_empty_chat(services, turn.user.id, turn.chat_id)
+        if removed or await get_chat(services, turn.user.id, turn.chat_id) is None:
+            saver = (await open_checkpointer(services)).saver
+            await saver.adelete_thread(str(turn.chat_id))
     except Exception:
         log.exception("could not discard the empty chat %s", turn.chat_id)
+
+
+STOPPED = TurnError("stopped", "The answer was stopped before it was finished.")
+
+
+async def _keep_question(
+    services: Services, turn: Turn, started: dict | None, error: TurnError
+) -> None:
+    """Save the question of a turn the API cut off (timed out, or its caller left) with its
+    error, and give back the turn ``route`` counted (``started``: its update; none when it
+    had not finished, and then nothing is given back)."""
+    started = started or {}
+    try:
+        await save_failed_question(
+            services,
+            turn.user.id,
+            turn.chat_id,
+            turn.question,
+            error,
+            book_id=started.get("book_id"),
+            usage_month=started.get("usage_month"),
+        )
+    except Exception:
+        log.exception("could not keep the question of chat %s", turn.chat_id)
+
+
+async def _streamed(
+    services: Services, turn: Turn, tokens: _TokenText, progress: dict[str, dict]
+) -> AsyncIterator[str]:
+    """The answer's text as it streams (trimmed by ``tokens``); what else :func:`_graph_run`
+    reports goes into ``progress`` by kind."""
+    async for kind, payload in _graph_run(services, turn):
+        if kind == "token":
+            if text := tokens.push(str(payload)):
+                yield text
+        else:
+            progress[kind] = payload  # type: ignore[assignment]
+
+
+async def _caller_left(services: Services, turn: Turn, progress: dict[str, dict]) -> None:
+    """The caller went away mid-turn: keep the question as stopped (and give the turn back)
+    unless the turn was saved already or refused over the limit."""
+    started = progress.get("started") or {}
+    if "saved" not in progress and started.get("route") != "over_limit":
+        await _keep_question(services, turn, started, STOPPED)
 
 
 async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, object]]:
     """``("token", text)`` as the answer streams, then ``("answer", body)``; raises
     :class:`ApiError` (404, 429, 502, 503, 504) when the turn cannot be answered."""
     tokens = _TokenText()
-    state: dict = {}
+    progress: dict[str, dict] = {}  # "started", "saved", "final": route's, save's, the end
     try:
-        async for kind, payload in _graph_run(services, turn):
-            if kind == "token":
-                if text := tokens.push(str(payload)):
-                    yield "token", text
-            else:
-                state = payload  # type: ignore[assignment]
+        async for text in _streamed(services, turn, tokens, progress):
+            yield "token", text
+    except (asyncio.CancelledError, GeneratorExit):  # the caller left (Stop, a closed page)
+        await asyncio.shield(_caller_left(services, turn, progress))
+        raise
     except ChatOwnershipError:
         raise ApiError(404, "not_found", "No such chat.") from None
     except ModelUnavailable as exc:  # the graph saved the question before it stopped
@@ -166,21 +225,17 @@ async def _answer(services: Services, turn: Turn) -> AsyncIterator[tuple[str, ob
     except TurnTimedOut:
         seconds = services.settings.chat_timeout_seconds
         log.warning("chat turn timed out after %s s (user %s)", seconds, turn.user.id)
-        await _discard(services, turn)
-        raise ApiError(
-            504,
-            "model_timeout",
-            f"The model did not answer within {seconds:g} seconds. Nothing was saved; try again.",
-        ) from None
-    except Exception:
+        error = turn_timed_out(seconds)
+        await _keep_question(services, turn, progress.get("started"), error)
+        raise ApiError(504, error.code, error.message) from None
+    except Exception:  # the graph saved the question with its error (a node failed)
         log.exception("chat turn failed (user %s, chat %s)", turn.user.id, turn.chat_id)
         await _discard(services, turn)
-        raise ApiError(
-            502, "answer_failed", "The answer could not be produced. Try again."
-        ) from None
+        raise ApiError(502, ANSWER_FAILED.code, ANSWER_FAILED.message) from None
+    state = progress.get("final") or {}
     if state.get("model_used") == "monthly_limit":  # reached between the check and the run
         await _discard(services, turn)
-        raise monthly_limit_error(services.settings.monthly_message_limit)
+        raise monthly_limit_error(await monthly_limit(services, turn.user.id))
     if state.get("message_id") and not turn.new_chat:
         await title_untitled_chat(services, turn.user.id, turn.chat_id, turn.question)
     answer = state.get("answer", "")
@@ -194,9 +249,11 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
 
     Raises :class:`ApiError`: 404 for a chat that is not the user's, 429 when the monthly
     limit is reached, 503 ``model_unavailable`` when the local model process dies or cannot
-    be reached (the question is saved; the process is restarted), 502 ``answer_failed`` when the model (or anything else) fails before
-    the turn is saved (the graph saves it in one transaction in its last node), 504
-    ``model_timeout`` when it has no answer within ``settings.chat_timeout_seconds``.
+    be reached (the process is restarted), 502 ``answer_failed`` when the model (or anything
+    else) fails before the turn is saved (the graph saves it in one transaction in its last
+    node), 504 ``model_timeout`` when it has no answer within
+    ``settings.chat_timeout_seconds``. After a 502, 503 or 504 the chat keeps the question
+    with its error (``error`` on the message) and the turn is not counted.
     """
     async for kind, payload in _answer(services, turn):
         if kind == "token":

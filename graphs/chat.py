@@ -13,16 +13,21 @@
                    -> refuse      -> save          (an unknown --book; over the monthly
                                   -> END            limit nothing is saved or counted)
 
-Nodes are thin: each calls into ``agent`` and returns a partial state update.
+Nodes are thin: each calls into ``agent`` and returns a partial state update. Every turn
+records why it took its route (``route_reason``; ``routing`` once saved). ``route`` counts
+the turn against the user's monthly limit (one atomic statement); a turn that fails in any
+node gives it back and saves its question with the error.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from typing import Literal
 
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -38,8 +43,8 @@ from agent.chat.cited_answer import (
     not_covered_messages,
 )
 from agent.chat.finished_turn import (
-    keeps_memory,
     save_answered_turn,
+    save_failed_turn,
     turn_answer,
     update_chat_summary,
     wait_for_background,
@@ -48,16 +53,17 @@ from agent.chat.overview import overview_prompt
 from agent.chat.retrieval_step import call_knowledge_tool, retrieve_context
 from agent.chat.tool_selection import ANSWER_NOW, WEB, next_step, tool_calls_left
 from agent.chat.turn import last_question, start_turn, turn_scope
-from agent.chat.turn_log import save_question
+from agent.chat.turn_log import turn_error
 from agent.chat.web import call_web_tool, find_on_web, web_answer, web_prompt
 from agent.db.scope import SearchScope
-from agent.model_server.endpoint import ModelUnavailable
 from agent.services import get_services
 from graphs.context import Context
 from graphs.model_calls import load_model, model_spec, stream_reply
 from graphs.state import ChatState, InputState, OutputState
 
 __all__ = ["MODEL_NODES", "build_graph", "graph", "wait_for_background"]
+
+log = logging.getLogger(__name__)
 
 
 def _scope(state: ChatState, runtime: Runtime[Context]) -> SearchScope:
@@ -246,32 +252,33 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 
 async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """Persist both messages of the turn and count usage; update the chat's memory."""
+    """Persist both messages of the turn (counted when it started) with its book; fold every
+    turn, small talk included, into the chat's running summary."""
     services = await get_services()
     answer = turn_answer(state)
     message_id = await save_answered_turn(services, state, answer)
-    if keeps_memory(answer):
+    try:  # the turn is saved: a model that cannot be loaded only skips the summary
         model, _ = await load_model(runtime, services.settings, 0.0)
+    except Exception:
+        log.warning("no model for the summary of chat %s", state["chat_id"], exc_info=True)
+    else:
         await update_chat_summary(services, state, answer, model)
     return {"message_id": str(message_id)}
 
 
 def _keeps_question(node):
-    """``node``, saving the turn's question before a lost model ends the turn (the chat keeps
-    what the user asked; the caller reports ``model_unavailable``)."""
+    """``node``, saving the turn's question with its error when it fails (any error: the
+    chat keeps what the user asked, the turn is given back to the monthly limit, and the
+    caller reports ``model_unavailable`` or ``answer_failed``)."""
 
     @functools.wraps(node)
     async def run(state: ChatState, runtime: Runtime[Context]) -> dict:
         try:
             return await node(state, runtime)
-        except ModelUnavailable:
-            services = await get_services()
-            await save_question(
-                services,
-                uuid.UUID(state["user_id"]),
-                uuid.UUID(state["chat_id"]),
-                state["question"],
-            )
+        except GraphBubbleUp:  # LangGraph's own control flow (interrupts), not a failure
+            raise
+        except Exception as exc:
+            await save_failed_turn(await get_services(), state, turn_error(exc))
             raise
 
     return run
@@ -312,7 +319,8 @@ def build_graph():
         save,
     ):
         name = node.__name__
-        builder.add_node(name, _keeps_question(node) if name in MODEL_NODES else node)
+        # every node after ``route`` (which saves its own failures) keeps a failed question
+        builder.add_node(name, node if name == "route" else _keeps_question(node))
     builder.add_edge(START, "route")
     builder.add_conditional_edges("route", pick_path)
     builder.add_conditional_edges("overview", after_overview)

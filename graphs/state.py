@@ -22,6 +22,9 @@ class ChatState(InputState, total=False):
     user_id: str
     chat_id: str
     book_id: str
+    usage_month: str
+    """The month (ISO date) this turn was counted in against the monthly limit; empty when
+    it was not counted (over the limit). A failed turn is given back to it."""
     history: str
     """The conversation so far: its running summary, else the last messages."""
     corrections: str

@@ -4,7 +4,8 @@ A turn run through :func:`stream_turn` yields :class:`TurnEvent` items:
 
 * ``token``: a piece of the answer as the model writes it, only from :data:`STREAMED_NODES`
   (other nodes' text, such as fixed replies and refusals, arrives whole in the final state);
-* ``node``: a node finished (its name), in the order they ran;
+* ``node``: a node finished (its name, and in ``state`` the update it returned), in the
+  order they ran;
 * ``final``: the graph's last state (``answer``, ``citations``, ``route`` ...), always last.
 """
 
@@ -30,8 +31,8 @@ ANSWERED_NODES = frozenset({"direct", "general", "web_search", "generate", "not_
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """One thing a running turn reports: an answer ``token``, a finished ``node``, or the
-    ``final`` state."""
+    """One thing a running turn reports: an answer ``token``, a finished ``node`` (with its
+    update), or the ``final`` state."""
 
     kind: Literal["token", "node", "final"]
     text: str = ""
@@ -61,8 +62,8 @@ async def stream_turn(
             ):
                 yield TurnEvent("token", text=chunk.content)
         elif mode == "updates":
-            for node in payload or {}:
-                yield TurnEvent("node", node=node)
+            for node, update in (payload or {}).items():
+                yield TurnEvent("node", node=node, state=update if isinstance(update, dict) else {})
         else:
             final = payload
     yield TurnEvent("final", state=final)

@@ -1,6 +1,7 @@
-"""What a finished turn leaves behind: both messages saved and the usage counted, the turn
-embedded for later discussions, and the chat's running summary updated; the slow parts run
-in the background, off the answer's critical path.
+"""What a finished turn leaves behind: both messages saved (with the book in scope) and the
+tokens counted, the turn embedded for later discussions, and the chat's running summary
+updated after every turn; the slow parts run in the background, off the answer's critical
+path. A turn that failed leaves its question with the error, and is not counted.
 
 ``state`` is the chat graph's state at the end of a turn.
 """
@@ -8,6 +9,7 @@ in the background, off the answer's critical path.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Coroutine, Mapping
 from typing import Any
@@ -15,14 +17,24 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.chat.answering import Answer
-from agent.chat.turn_log import save_turn
+from agent.chat.turn_log import TurnError, save_failed_question, save_turn
 from agent.memory.conversation import is_extractive, update_summary
 from agent.memory.previous_discussion import remember_turn
 from agent.services import Services
 
+log = logging.getLogger(__name__)
+
 _background: set[asyncio.Task] = set()
 """Work after a turn (summary update, turn embedding) in flight: strong references until
 each finishes."""
+
+
+async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
+    """Run ``work``; log (never raise) its failure."""
+    try:
+        await work
+    except Exception:
+        log.warning(what, exc_info=True)
 
 
 def _in_background(work: Coroutine[Any, Any, Any]) -> None:
@@ -64,17 +76,21 @@ def turn_answer(state: Mapping[str, Any]) -> Answer:
 
 
 def keeps_memory(answer: Answer) -> bool:
-    """Fixed replies and small talk leave nothing for later turns to remember."""
+    """Whether the turn is worth finding again as a previous discussion: fixed replies and
+    small talk are not (the chat's running summary takes every turn, those included)."""
     return answer.route not in ("direct", "general")
 
 
 async def save_answered_turn(
     services: Services, state: Mapping[str, Any], answer: Answer
 ) -> uuid.UUID:
-    """Persist both messages of the turn, count the usage, and (in the background) embed the
-    turn for later discussions; returns the saved answer's message id."""
+    """Persist both messages of the turn with its book, add its tokens to the usage (the
+    turn was counted when it started), and (in the background) embed the turn for later
+    discussions; returns the saved answer's message id."""
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
-    message_ids = await save_turn(services, user_id, chat_id, state["question"], answer)
+    message_ids = await save_turn(
+        services, user_id, chat_id, state["question"], answer, state.get("book_id")
+    )
     if services.settings.previous_discussion_k and keeps_memory(answer):
         _in_background(
             remember_turn(
@@ -87,11 +103,40 @@ async def save_answered_turn(
 async def update_chat_summary(
     services: Services, state: Mapping[str, Any], answer: Answer, model: BaseChatModel
 ) -> None:
-    """Fold the turn into the chat's running summary: at once when ``model`` is extractive,
-    otherwise (an LLM call) in the background."""
+    """Fold the turn (any turn, small talk and fixed replies included) into the chat's
+    running summary: at once when ``model`` is extractive, otherwise (an LLM call) in the
+    background. A failure is logged, never raised: the turn is already saved."""
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
-    summary = update_summary(services, user_id, chat_id, state["question"], answer.text, model)
+    summary = _logged(
+        update_summary(services, user_id, chat_id, state["question"], answer.text, model),
+        f"could not update the summary of chat {chat_id}",
+    )
     if is_extractive(model):
         await summary
     else:  # an LLM call: keep it off the answer's critical path
         _in_background(summary)
+
+
+async def save_failed_turn(
+    services: Services, state: Mapping[str, Any], error: TurnError
+) -> uuid.UUID | None:
+    """A turn failed after it started: save its question with ``error`` (and its book) and
+    give back the turn counted against the monthly limit; ``None`` when the turn never got
+    as far as a chat (nothing to save) or the saving failed too (logged)."""
+    if not state.get("chat_id") or not state.get("user_id"):
+        return None
+    try:
+        return await save_failed_question(
+            services,
+            uuid.UUID(state["user_id"]),
+            uuid.UUID(state["chat_id"]),
+            state["question"],
+            error,
+            book_id=state.get("book_id"),
+            usage_month=state.get("usage_month"),
+        )
+    except Exception:  # the caller reports the turn's own failure, not this one
+        log.warning(
+            "could not save the failed question of chat %s", state["chat_id"], exc_info=True
+        )
+        return None

@@ -21,6 +21,8 @@ class ChatRecord:
     persona: str | None
     created_at: datetime
     updated_at: datetime
+    book_id: uuid.UUID | None = None
+    """The book in scope of the chat's latest turn (``None``: no single book)."""
 
     def as_dict(self) -> dict:
         """The API's ``Chat`` object."""
@@ -30,10 +32,11 @@ class ChatRecord:
             "persona": self.persona,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
+            "book_id": str(self.book_id) if self.book_id else None,
         }
 
 
-_COLUMNS = "id, title, persona, created_at, updated_at"
+_COLUMNS = "id, title, persona, created_at, updated_at, document_id AS book_id"
 
 
 async def create_chat(

@@ -11,7 +11,15 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from agent import prompts
 from agent.chat.books import Book, UnknownBook, only_book, resolve_book
 from agent.chat.routing import classify_route
-from agent.chat.turn_log import open_chat, over_monthly_limit
+from agent.chat.turn_log import (
+    monthly_limit,
+    open_chat,
+    release_turn,
+    reserve_turn,
+    save_failed_question,
+    turn_error,
+)
+from agent.db.chats import ChatOwnershipError
 from agent.db.scope import SearchScope
 from agent.library.accounts import resolve_user
 from agent.memory.conversation import history_block, load_memory
@@ -86,19 +94,49 @@ async def start_turn(
 ) -> dict:
     """The turn's opening state: the user, the chat (its persona and memory), the book in
     scope, the route and the relevant corrections; a refusal's route and answer when the user
-    is over the monthly limit (checked before any work) or the book is unknown."""
-    settings = services.settings
+    is over the monthly limit (checked before any work) or the book is unknown.
+
+    The turn is counted against the user's monthly limit first, in one atomic statement
+    (``usage_month`` in the state says which month, for giving it back if the turn fails).
+    If opening the turn fails, the turn is given back and the question is saved with its
+    error (not for a chat of another user's: nothing is saved there)."""
     user = await resolve_user(services, request.user)
     chat_id = _chat_id(request, thread_id)
-    if await over_monthly_limit(services, user.id):
+    usage_month = await reserve_turn(services, user.id)
+    if usage_month is None:
+        limit = await monthly_limit(services, user.id)
         return {
             "question": question,
             "user_id": str(user.id),
+            "usage_month": "",
             "route": "over_limit",
-            "answer": prompts.MONTHLY_LIMIT.format(limit=settings.monthly_message_limit),
+            "answer": prompts.MONTHLY_LIMIT.format(limit=limit),
         }
-    persona = await open_chat(services, user.id, chat_id, question, request.persona)
-    memory = await load_memory(services, user.id, chat_id)
+    try:
+        update = await _open_turn(services, request, question, user.id, chat_id)
+    except ChatOwnershipError:
+        await release_turn(services, user.id, usage_month)
+        raise
+    except Exception as exc:
+        await save_failed_question(
+            services, user.id, chat_id, question, turn_error(exc), usage_month=usage_month
+        )
+        raise
+    return {**update, "usage_month": usage_month}
+
+
+async def _open_turn(
+    services: Services,
+    request: TurnRequest,
+    question: str,
+    user_id: uuid.UUID,
+    chat_id: uuid.UUID,
+) -> dict:
+    """:func:`start_turn` once the turn is counted: the chat, its memory, the book, the
+    route and the corrections."""
+    settings = services.settings
+    persona = await open_chat(services, user_id, chat_id, question, request.persona)
+    memory = await load_memory(services, user_id, chat_id)
     update = {
         "persona": persona or "",
         "tools_enabled": settings.tool_selection
@@ -113,7 +151,7 @@ async def start_turn(
         "history": history_block(memory),
         "memory": {"summary": memory.summary, "recent": [list(t) for t in memory.recent]},
         "question": question,
-        "user_id": str(user.id),
+        "user_id": str(user_id),
         "chat_id": str(chat_id),
         "book_id": "",
         "retrieved": [],
@@ -121,7 +159,7 @@ async def start_turn(
         "retrieval": {},
     }
     try:
-        book = await _book_in_scope(services, user.id, request)
+        book = await _book_in_scope(services, user_id, request)
     except UnknownBook as exc:
         return {**update, "route": "unknown_book", "answer": f"I can't answer that: {exc}."}
     if book is not None and request.book:
@@ -135,6 +173,6 @@ async def start_turn(
     if update["route"] == "global_summary" and book is not None:
         update["book_id"] = str(book.id)
     update["corrections"] = await _corrections(
-        services, user.id, question, update["route"], update["book_id"]
+        services, user_id, question, update["route"], update["book_id"]
     )
     return update

@@ -31,6 +31,10 @@ class NewMessage:
     retrieval_metrics: dict | None = None
     citations_removed: int = 0
     """``#chk_`` ids the citation guard removed from the answer (unknown to the turn)."""
+    book_id: uuid.UUID | None = None
+    """The book the turn was limited to (``None``: no single book)."""
+    error: dict | None = None
+    """``{"code", "message"}`` on a question whose turn failed (no answer follows it)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,13 @@ class MessageRow:
     tokens_used: int | None
     model_used: str | None
     created_at: datetime
+    routing: dict | None = None
+    """The answer's route record (``retrieval_metrics["routing"]``: route, reason, mode,
+    confidence); ``None`` for questions and answers saved before it existed."""
+    book_id: uuid.UUID | None = None
+    """The book the turn was limited to (``None``: no single book)."""
+    error: dict | None = None
+    """``{"code", "message"}`` on a question whose turn failed or timed out."""
 
 
 async def ensure_chat(
@@ -94,9 +105,10 @@ async def add_messages(
             text(
                 "INSERT INTO chat_messages (id, chat_id, user_id, role, content, route, "
                 "retrieved_chunk_ids, sources, chunk_map, citations, tokens_used, model_used, "
-                "retrieval_metrics, citations_removed) VALUES (:id, :chat, :u, :role, :content, "
-                ":route, :chunks, :sources, CAST(:chunk_map AS jsonb), CAST(:citations AS jsonb), "
-                ":tokens, :model, CAST(:metrics AS jsonb), :removed)"
+                "retrieval_metrics, citations_removed, document_id, error) VALUES (:id, :chat, :u, "
+                ":role, :content, :route, :chunks, :sources, CAST(:chunk_map AS jsonb), "
+                "CAST(:citations AS jsonb), :tokens, :model, CAST(:metrics AS jsonb), :removed, "
+                "(SELECT d.id FROM documents d WHERE d.id = :book), CAST(:error AS jsonb))"
             ),
             {
                 "id": message_id,
@@ -113,9 +125,19 @@ async def add_messages(
                 "model": m.model_used,
                 "metrics": json.dumps(m.retrieval_metrics) if m.retrieval_metrics else None,
                 "removed": m.citations_removed,
+                "book": m.book_id,
+                "error": json.dumps(m.error) if m.error else None,
             },
         )
-    await conn.execute(text("UPDATE chats SET updated_at = now() WHERE id = :c"), {"c": chat_id})
+    # the chat keeps the book of its latest turn (gone documents read as none)
+    book = messages[-1].book_id if messages else None
+    await conn.execute(
+        text(
+            "UPDATE chats SET updated_at = now(), "
+            "document_id = (SELECT d.id FROM documents d WHERE d.id = :b) WHERE id = :c"
+        ),
+        {"c": chat_id, "b": book},
+    )
     return ids
 
 
@@ -126,7 +148,8 @@ async def list_messages(
     rows = await conn.execute(
         text(
             "SELECT m.id, m.chat_id, m.role, m.content, m.route, m.retrieved_chunk_ids, m.sources, "
-            "m.chunk_map, m.citations, m.tokens_used, m.model_used, m.created_at "
+            "m.chunk_map, m.citations, m.tokens_used, m.model_used, m.created_at, "
+            "m.retrieval_metrics -> 'routing' AS routing, m.document_id AS book_id, m.error "
             "FROM chat_messages m JOIN chats c ON c.id = m.chat_id "
             "WHERE m.chat_id = :c AND c.user_id = :u ORDER BY m.created_at, m.id"
         ),
@@ -155,6 +178,55 @@ async def record_usage(
             "documents_ingested = usage_monthly.documents_ingested + EXCLUDED.documents_ingested"
         ),
         {"u": user_id, "m": month, "c": chat_messages, "t": tokens, "d": documents},
+    )
+
+
+_USER_LIMIT = "(SELECT coalesce(u.monthly_message_limit, :default) FROM users u WHERE u.id = :u)"
+"""The user's monthly turn limit: their own, else the default (``NULL``: unlimited)."""
+
+
+async def monthly_limit(
+    conn: AsyncConnection, user_id: uuid.UUID, default: int | None
+) -> int | None:
+    """The user's monthly turn limit: their own when set, else ``default`` (``None``:
+    unlimited)."""
+    found = await conn.execute(text(f"SELECT {_USER_LIMIT}"), {"u": user_id, "default": default})
+    return found.scalar()
+
+
+async def reserve_turn(
+    conn: AsyncConnection, user_id: uuid.UUID, default_limit: int | None, month: date
+) -> int | None:
+    """Count one chat turn for the user's ``month`` if it stays within their limit, in one
+    statement: the turn's number this month, or ``None`` (nothing counted) when the limit is
+    used up.
+
+    The check and the increment are a single ``INSERT … ON CONFLICT DO UPDATE … WHERE``:
+    concurrent reservations queue on the month's row and each sees the count the previous
+    one left, so no more turns than the limit are ever counted.
+    """
+    found = await conn.execute(
+        text(
+            f"WITH lim AS (SELECT {_USER_LIMIT} AS n) "
+            "INSERT INTO usage_monthly AS um (user_id, month, chat_messages) "
+            "SELECT :u, :m, 1 FROM lim WHERE lim.n IS NULL OR lim.n > 0 "
+            "ON CONFLICT (user_id, month) DO UPDATE SET chat_messages = um.chat_messages + 1 "
+            "WHERE (SELECT n FROM lim) IS NULL OR um.chat_messages < (SELECT n FROM lim) "
+            "RETURNING um.chat_messages"
+        ),
+        {"u": user_id, "m": month.replace(day=1), "default": default_limit},
+    )
+    return found.scalar()
+
+
+async def release_turn(conn: AsyncConnection, user_id: uuid.UUID, month: date) -> None:
+    """Give back a turn :func:`reserve_turn` counted for ``month`` (the turn failed)."""
+    await conn.execute(
+        text(
+            "UPDATE usage_monthly SET chat_messages = chat_messages - 1 "
+            "WHERE user_id = :u AND month = :m AND chat_messages > 0"
+        ),
+        {"u": user_id, "m": month.replace(day=1)},
     )
 
 

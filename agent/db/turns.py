@@ -1,4 +1,5 @@
-"""Embedded chat turns ("turn memory"): store one per answer, search a user's own turns.
+"""Embedded chat turns ("turn memory"): store one per answer, search a user's own turns by
+meaning (cosine over the embeddings) and by keywords (BM25 over the turn's full text).
 
 Every statement is scoped to one user: a turn is only stored under a chat the user owns and
 only that user's turns are ever read back.
@@ -28,6 +29,8 @@ class TurnMatch:
     answer: str
     created_at: datetime
     similarity: float
+    keyword_score: float = 0.0
+    """The turn's BM25 score for the query's words (0 when found by meaning only)."""
 
 
 async def insert_turn(
@@ -109,6 +112,87 @@ async def search_turns(
         },
     )
     return [TurnMatch(**{**r._mapping, "similarity": float(r.similarity)}) for r in rows]
+
+
+_KEYWORD_SEARCH = """
+WITH terms AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
+query AS (SELECT CAST(string_agg(quote_literal(term), ' | ') AS tsquery) AS q FROM terms),
+own AS (
+    SELECT t.id, t.tsv FROM chat_turn_embeddings t
+    WHERE t.user_id = :u AND t.embedding_model = :model AND vector_dims(t.embedding) = :dim
+),
+stats AS (
+    SELECT count(*)::float8 AS n,
+           greatest(avg(quire_tsvector_length(tsv)), 1)::float8 AS avgdl
+    FROM own
+),
+hits AS (
+    SELECT o.id, w.lexeme AS term, coalesce(array_length(w.positions, 1), 1)::float8 AS tf,
+           quire_tsvector_length(o.tsv)::float8 AS dl
+    FROM own o, query, unnest(o.tsv) w
+    WHERE o.tsv @@ query.q AND w.lexeme IN (SELECT term FROM terms)
+),
+df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
+scored AS (
+    SELECT h.id, sum(
+        ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+        * h.tf * (CAST(:k1 AS float8) + 1)
+        / (h.tf + CAST(:k1 AS float8)
+           * (1 - CAST(:b AS float8) + CAST(:b AS float8) * h.dl / s.avgdl))
+    ) AS bm25
+    FROM hits h JOIN df d USING (term), stats s GROUP BY h.id
+)
+SELECT t.id, t.chat_id, t.message_id, t.question, t.answer, t.created_at,
+       coalesce(1 - (t.embedding <=> CAST(:qv AS vector)), 0) AS similarity,
+       sc.bm25 AS keyword_score
+FROM scored sc JOIN chat_turn_embeddings t ON t.id = sc.id
+ORDER BY sc.bm25 DESC, t.created_at DESC, t.id
+LIMIT :n
+"""
+
+
+async def keyword_turns(
+    conn: AsyncConnection,
+    user_id: uuid.UUID,
+    query: str,
+    embedding_model: str,
+    dimension: int,
+    *,
+    query_vector: Sequence[float] | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+    limit: int = 200,
+) -> list[TurnMatch]:
+    """The user's turns that share words with ``query``, best BM25 score first.
+
+    Postgres full text (English stemming, stop words dropped) over each turn's question and
+    answer; term statistics are the user's own turns'. Like :func:`search_turns`, only turns
+    embedded by ``embedding_model`` at ``dimension`` count; each comes with its cosine
+    similarity to ``query_vector`` (0 without one).
+    """
+    rows = await conn.execute(
+        text(_KEYWORD_SEARCH),
+        {
+            "u": user_id,
+            "query": query,
+            "model": embedding_model,
+            "dim": dimension,
+            "qv": vector_literal(query_vector) if query_vector is not None else None,
+            "k1": k1,
+            "b": b,
+            "n": limit,
+        },
+    )
+    return [
+        TurnMatch(
+            **{
+                **r._mapping,
+                "similarity": float(r.similarity),
+                "keyword_score": float(r.keyword_score),
+            }
+        )
+        for r in rows
+    ]
 
 
 async def count_turns(conn: AsyncConnection, user_id: uuid.UUID) -> int:

@@ -1,4 +1,5 @@
-"""Users and their API tokens (only a sha256 of each token is stored)."""
+"""Users, their API tokens (only a sha256 of each token is stored) and their own monthly
+limits."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import date
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -84,3 +86,43 @@ async def user_for_token(conn: AsyncConnection, token: str) -> User | None:
         )
     ).first()
     return User(row.id, row.name) if row else None
+
+
+@dataclass(frozen=True)
+class UserListing:
+    """A user as ``quire users list`` shows them: their own monthly limit (``None``: the
+    default applies) and this month's counted turns."""
+
+    id: uuid.UUID
+    name: str
+    monthly_message_limit: int | None
+    turns_this_month: int
+
+
+async def set_monthly_limit(conn: AsyncConnection, name: str, limit: int | None) -> User | None:
+    """Give the user called ``name`` their own monthly turn limit (``None``: back to the
+    default); ``None`` when there is no such user."""
+    if limit is not None and limit < 0:
+        raise ValueError("a monthly limit cannot be negative")
+    row = (
+        await conn.execute(
+            text(
+                "UPDATE users SET monthly_message_limit = :n WHERE name = :name RETURNING id, name"
+            ),
+            {"n": limit, "name": name},
+        )
+    ).first()
+    return User(row.id, row.name) if row else None
+
+
+async def list_users(conn: AsyncConnection, month: date) -> list[UserListing]:
+    """Every user by name, with their own limit and the turns counted for ``month``."""
+    rows = await conn.execute(
+        text(
+            "SELECT u.id, u.name, u.monthly_message_limit, "
+            "coalesce(m.chat_messages, 0) AS turns_this_month FROM users u "
+            "LEFT JOIN usage_monthly m ON m.user_id = u.id AND m.month = :m ORDER BY u.name"
+        ),
+        {"m": month.replace(day=1)},
+    )
+    return [UserListing(**r._mapping) for r in rows]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from agent.db import users
 from agent.db.users import User
 from agent.services import Services
@@ -34,3 +36,20 @@ async def issue_user_token(services: Services, name: str) -> tuple[User, str]:
             raise ValueError(f"no user named {name!r}: create one with 'quire users add {name}'")
         token = await users.issue_token(conn, user.id, label="issued with quire users token")
     return user, token
+
+
+async def set_user_limit(services: Services, name: str, limit: int | None) -> User:
+    """Give a user their own monthly turn limit, or (``None``) put them back on the default
+    (``settings.monthly_message_limit``); ``ValueError`` for an unknown user or a negative
+    limit."""
+    async with services.engine.begin() as conn:
+        user = await users.set_monthly_limit(conn, name.strip(), limit)
+    if user is None:
+        raise ValueError(f"no user named {name!r}: create one with 'quire users add {name}'")
+    return user
+
+
+async def list_users(services: Services) -> list[users.UserListing]:
+    """Every user, with their own monthly limit and this month's counted turns."""
+    async with services.engine.connect() as conn:
+        return await users.list_users(conn, date.today())

@@ -8,12 +8,13 @@ from datetime import date
 
 from sqlalchemy import text
 
+from agent.db import chats
 from agent.services import Services
 
 
 @dataclass(frozen=True)
 class MonthUsage:
-    """Chat turns and tokens counted for one month, with the monthly turn limit."""
+    """Chat turns and tokens counted for one month, with the user's monthly turn limit."""
 
     month: str
     """``YYYY-MM``."""
@@ -32,9 +33,11 @@ class MonthUsage:
 
 
 async def month_usage(services: Services, user_id: uuid.UUID) -> MonthUsage:
-    """This month's counters (the same month ``record_usage`` writes to)."""
+    """This month's counters (the same month ``record_usage`` writes to) and the user's
+    limit (their own, else the default)."""
     month = date.today().replace(day=1)
     async with services.engine.connect() as conn:
+        limit = await chats.monthly_limit(conn, user_id, services.settings.monthly_message_limit)
         row = (
             await conn.execute(
                 text(
@@ -48,5 +51,5 @@ async def month_usage(services: Services, user_id: uuid.UUID) -> MonthUsage:
         month=month.strftime("%Y-%m"),
         chat_messages=int(row.chat_messages) if row else 0,
         tokens=int(row.tokens_used) if row else 0,
-        monthly_limit=services.settings.monthly_message_limit,
+        monthly_limit=limit,
     )

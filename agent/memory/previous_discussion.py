@@ -2,13 +2,17 @@
 
 After each answer the turn (question + answer) is embedded and stored under the user and
 the chat (:func:`remember_turn`, meant to run in the background). For a new question the
-user's most similar earlier turns are found (:func:`previous_discussion`): a turn counts
-when its cosine similarity to the question reaches ``min_similarity``; it is then ranked by
-that similarity plus a bonus when it comes from the chat being asked in and another when
-it is recent. :func:`previous_discussion_block` renders them for the prompt.
+user's earlier turns are searched two ways (:func:`previous_discussion`): by meaning (a
+turn counts when its cosine similarity to the question reaches ``min_similarity``) and by
+keywords (BM25 over the turn's text, so a rare name finds the turn that mentioned it even
+when the embeddings miss it). The two rankings are fused by reciprocal rank fusion
+(:func:`agent.retrieval.fusion.weighted_rrf`), and the fused score is raised by a bonus when
+the turn comes from the chat being asked in and another when it is recent.
+:func:`previous_discussion_block` renders them for the prompt.
 
 Turns are only ever read back for the user who had them, and only those embedded by the
-configured embedding model are compared.
+configured embedding model count. When the question cannot be embedded, the keyword half
+alone answers.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent.db import turns as db
 from agent.retrieval.citations import CITATION_RE
+from agent.retrieval.fusion import weighted_rrf
 from agent.services import Services
 
 __all__ = [
@@ -50,7 +55,7 @@ STORED_QUESTION_CHARS = 2000
 STORED_ANSWER_CHARS = 6000
 """Most characters of the answer kept with a stored turn."""
 CANDIDATES = 200
-"""Most similar turns (above the threshold) considered before the boosts re-rank them."""
+"""Most turns each half of the search (meaning, keywords) gives to the fusion."""
 
 _ITEM_MIN_CHARS = 120
 _ITEM_QUESTION_CHARS = 200
@@ -60,8 +65,10 @@ _ITEM_QUESTION_CHARS = 200
 class PastTurn:
     """An earlier turn of the user's, ranked for a question.
 
-    ``similarity`` is the cosine similarity to the question; ``score`` adds the same-chat
-    and recency bonuses; ``same_chat`` says whether it comes from the chat being asked in.
+    ``similarity`` is the cosine similarity to the question (0 when it was not embedded);
+    ``keyword_score`` its BM25 score for the question's words (0: no word in common);
+    ``score`` the fused rank score (RRF of the two rankings) times ``1 +`` the same-chat and
+    recency bonuses; ``same_chat`` says whether it comes from the chat being asked in.
     """
 
     question: str
@@ -71,6 +78,7 @@ class PastTurn:
     similarity: float
     score: float
     same_chat: bool
+    keyword_score: float = 0.0
 
 
 def _squash(value: str) -> str:
@@ -141,6 +149,57 @@ async def remember_turn(
         log.warning("could not remember a turn of chat %s", chat_id, exc_info=True)
 
 
+async def _question_vector(services: Services, question: str) -> Sequence[float] | None:
+    """The question embedded for the dense half; ``None`` when it cannot be (logged)."""
+    embedder = services.embeddings.embedder
+    try:
+        return await asyncio.to_thread(
+            embedder.embed_query, _clip(_squash(question), EMBED_QUESTION_CHARS)
+        )
+    except Exception as exc:  # background context only: the keyword half still answers
+        log.warning(
+            "previous discussion by keywords only, the question could not be embedded: %s", exc
+        )
+        return None
+
+
+async def _candidates(
+    services: Services,
+    user_id: uuid.UUID,
+    question: str,
+    query_vector: Sequence[float] | None,
+    min_similarity: float,
+) -> tuple[list[db.TurnMatch], list[db.TurnMatch]]:
+    """The user's turns by meaning (above ``min_similarity``) and by keywords, each best
+    first."""
+    embeddings = services.embeddings
+    dense: list[db.TurnMatch] = []
+    keyword: list[db.TurnMatch] = []
+    async with services.engine.connect() as conn:
+        if query_vector is not None:
+            dense = await db.search_turns(
+                conn,
+                user_id,
+                query_vector,
+                embeddings.name,
+                min_similarity=min_similarity,
+                limit=CANDIDATES,
+            )
+        if question.strip():
+            keyword = await db.keyword_turns(
+                conn,
+                user_id,
+                _clip(_squash(question), EMBED_QUESTION_CHARS),
+                embeddings.name,
+                len(query_vector) if query_vector is not None else embeddings.dimension,
+                query_vector=query_vector,
+                k1=services.settings.bm25_k1,
+                b=services.settings.bm25_b,
+                limit=CANDIDATES,
+            )
+    return dense, keyword
+
+
 async def previous_discussion(
     services: Services,
     user_id: uuid.UUID,
@@ -156,44 +215,36 @@ async def previous_discussion(
 ) -> list[PastTurn]:
     """The user's ``k`` earlier turns that best bear on ``question``, best first.
 
-    Only the user's own turns embedded by the current model count, and only those whose
-    cosine similarity to the question is at least ``min_similarity``. Their ``score`` is
-    that similarity plus ``same_chat_boost`` for a turn of ``chat_id`` and
-    ``recency_boost`` for one stored within ``recent_days``; equal scores keep the newer
-    first. Pass ``query_vector`` (the question embedded by the same model) to skip
-    embedding the question again.
+    Hybrid: the user's own turns (embedded by the current model) whose cosine similarity
+    to the question is at least ``min_similarity``, and those sharing words with it (BM25),
+    fused by reciprocal rank fusion. The fused score is multiplied by ``1 + bonus``, the
+    bonus being ``same_chat_boost`` for a turn of ``chat_id`` plus ``recency_boost`` for
+    one stored within ``recent_days``; equal scores keep the newer first.
+    Pass ``query_vector`` (the question embedded by the same model) to skip embedding the
+    question again; without ``question`` text only the dense half runs.
     """
     if k <= 0:
         return []
-    if query_vector is None:
-        if not (question or "").strip():
-            return []
-        embedder = services.embeddings.embedder
-        try:
-            query_vector = await asyncio.to_thread(
-                embedder.embed_query, _clip(_squash(question), EMBED_QUESTION_CHARS)
-            )
-        except Exception as exc:  # background context only: the turn goes on without it
-            log.warning("previous discussion skipped, the question could not be embedded: %s", exc)
-            return []
-    async with services.engine.connect() as conn:
-        rows = await db.search_turns(
-            conn,
-            user_id,
-            query_vector,
-            services.embeddings.name,
-            min_similarity=min_similarity,
-            limit=max(CANDIDATES, k),
-        )
+    question = question or ""
+    if query_vector is None and question.strip():
+        query_vector = await _question_vector(services, question)
+    if query_vector is None and not question.strip():
+        return []
+    dense, keyword = await _candidates(services, user_id, question, query_vector, min_similarity)
+    matches = {t.id: t for t in dense}
+    for t in keyword:  # the keyword row has both figures
+        matches[t.id] = t
+    fused = weighted_rrf(
+        [[t.id for t in dense], [t.id for t in keyword]], [1.0, 1.0], services.settings.rrf_k
+    )
     recent_since = datetime.now(UTC) - timedelta(days=recent_days)
     ranked: list[PastTurn] = []
-    for row in rows:
+    for turn_id, rrf in fused:
+        row = matches[turn_id]
         same_chat = chat_id is not None and row.chat_id == chat_id
-        score = row.similarity
-        if same_chat:
-            score += same_chat_boost
-        if row.created_at >= recent_since:
-            score += recency_boost
+        bonus = (same_chat_boost if same_chat else 0.0) + (
+            recency_boost if row.created_at >= recent_since else 0.0
+        )
         ranked.append(
             PastTurn(
                 question=row.question,
@@ -201,8 +252,9 @@ async def previous_discussion(
                 chat_id=row.chat_id,
                 created_at=row.created_at,
                 similarity=round(row.similarity, 6),
-                score=round(score, 6),
+                score=round(rrf * (1 + bonus), 9),
                 same_chat=same_chat,
+                keyword_score=round(row.keyword_score, 6),
             )
         )
     ranked.sort(key=lambda t: (t.score, t.created_at), reverse=True)

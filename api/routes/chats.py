@@ -139,6 +139,8 @@ async def messages(chat_id: str, services: ServicesDep, user: UserDep) -> dict:
                 "sources": m.sources or [],
                 "chunk_map": m.chunk_map or {},
                 "tokens_used": m.tokens_used,
+                "book_id": str(m.book_id) if m.book_id else None,
+                "error": m.error,
                 "created_at": m.created_at.isoformat(),
             }
             for m in rows

@@ -98,7 +98,7 @@ async def test_ask_in_a_chat_answers_with_resolvable_citations(client, people):
     assert r.status_code == 201
     chat = r.json()["chat"]
     assert chat["title"] == "Lighthouse" and chat["persona"] == "a patient guide"
-    assert set(chat) == {"id", "title", "persona", "created_at", "updated_at"}
+    assert set(chat) == {"id", "title", "persona", "created_at", "updated_at", "book_id"}
 
     r = await client.post(f"/api/chats/{chat['id']}/ask", json={"question": GULLS}, headers=headers)
     assert r.status_code == 200, r.text
@@ -362,7 +362,7 @@ async def _never(services, user_id) -> bool:
     return False
 
 
-async def test_a_model_failure_mid_answer_is_an_error_event_and_saves_nothing(
+async def test_a_model_failure_mid_answer_is_an_error_event_and_keeps_only_the_question(
     client, services, people, monkeypatch
 ):
     import agent.chat.cited_answer
@@ -384,13 +384,18 @@ async def test_a_model_failure_mid_answer_is_an_error_event_and_saves_nothing(
     assert "fell over" not in events[-1][1]["message"]  # no internals
     r = await client.post("/api/ask", json={"question": GULLS}, headers=headers)
     assert r.status_code == 502 and r.json()["error"]["code"] == "answer_failed"
-    assert await _messages(client, headers, chat) == []
+    [kept] = await _messages(client, headers, chat)  # the question, with its error
+    assert kept["role"] == "user" and kept["error"]["code"] == "answer_failed"
     chats = (await client.get("/api/chats", headers=headers)).json()["chats"]
-    assert [c["id"] for c in chats] == [chat]  # the failed new chat was discarded
+    assert len(chats) == 2  # the failed new chat keeps its question too
     usage = (await client.get("/api/usage", headers=headers)).json()["usage"]
     assert usage["chat_messages"] == 0 and usage["tokens"] == 0
 
     monkeypatch.undo()  # the model is back: the same chat answers normally
     r = await client.post(f"/api/chats/{chat}/ask", json={"question": GULLS}, headers=headers)
     assert r.status_code == 200 and "seventeen" in r.json()["answer"]
-    assert len(await _messages(client, headers, chat)) == 2
+    assert [m["role"] for m in await _messages(client, headers, chat)] == [
+        "user",
+        "user",
+        "assistant",
+    ]

@@ -5,9 +5,9 @@ a. the ingesting process is SIGKILLed mid-ingestion (while embedding, and as the
    ingests it completely (summary resume after SIGKILL: tests/integration/test_summaries.py,
    ``test_summaries_resume_after_the_process_is_killed``);
 b. the chat model fails mid-turn (raises after a few streamed tokens, or times out): the user
-   gets ``502 answer_failed`` (or an SSE ``error`` event) and no message, chat or usage is
-   saved; a model that hangs ends the turn at ``chat_timeout_seconds`` with
-   ``504 model_timeout``, saving nothing either;
+   gets ``502 answer_failed`` (or an SSE ``error`` event); the chat keeps the question with
+   that error and nothing else (no answer, no usage); a model that hangs ends the turn at
+   ``chat_timeout_seconds`` with ``504 model_timeout``, keeping only the question too;
 c. the embedder fails during a search, an ask or an ingestion: a clear error
    (``503 embedder_unavailable``, a failed job, a CLI error line), nothing saved;
 d. every database connection is dropped between requests: the next requests succeed
@@ -281,7 +281,7 @@ def failing_model(monkeypatch):
 
 
 @pytest.mark.parametrize("error", ["boom", "timeout"])
-async def test_chat_model_failing_mid_turn_saves_nothing(
+async def test_chat_model_failing_mid_turn_keeps_only_the_question(
     services, client, reader, failing_model, error
 ):
     user, headers, _ = reader
@@ -301,16 +301,20 @@ async def test_chat_model_failing_mid_turn_saves_nothing(
     assert failing_model.calls == 2  # the model really was reached (and failed) both times
     FAULTS.append(f"chat model {error} (POST /api/ask/stream)")
 
-    # in an existing chat: its earlier turn stays, the failed one leaves nothing
+    # in an existing chat: the failed turn leaves its question with the error, nothing else
     chat = (await client.post("/api/chats", json={}, headers=headers)).json()["chat"]["id"]
     r = await client.post(f"/api/chats/{chat}/ask", json={"question": QUESTION}, headers=headers)
     assert r.status_code == 502 and r.json()["error"]["code"] == "answer_failed", r.text
     FAULTS.append(f"chat model {error} (POST /api/chats/{{id}}/ask)")
     r = await client.get(f"/api/chats/{chat}/messages", headers=headers)
-    assert r.status_code == 200 and r.json()["messages"] == [], r.text
+    assert r.status_code == 200, r.text
+    assert [(m["role"], m["content"], m["error"]["code"]) for m in r.json()["messages"]] == [
+        ("user", QUESTION, "answer_failed")
+    ]
 
     after = await _saved_turns(services, user.id)
-    assert after == {**before, "chats": before["chats"] + 1}, (before, after)
+    expected = {"chats": 3, "user messages": 3}  # the two new chats and this one
+    assert after == {**before, **{k: before[k] + n for k, n in expected.items()}}, (before, after)
     usage = (await client.get("/api/usage", headers=headers)).json()["usage"]
     assert usage["chat_messages"] == before["usage turns"] == 0
 
@@ -340,7 +344,7 @@ class HangingModel(BaseChatModel):
         await asyncio.sleep(3600)
 
 
-async def test_a_hanging_chat_model_times_out_and_saves_nothing(
+async def test_a_hanging_chat_model_times_out_and_keeps_only_the_question(
     services, client, reader, monkeypatch
 ):
     from graphs import model_calls
@@ -376,17 +380,26 @@ async def test_a_hanging_chat_model_times_out_and_saves_nothing(
     r = await client.post(f"/api/chats/{chat}/ask", json={"question": QUESTION}, headers=headers)
     assert r.status_code == 504 and r.json()["error"]["code"] == "model_timeout", r.text
     r = await client.get(f"/api/chats/{chat}/messages", headers=headers)
-    assert r.status_code == 200 and r.json()["messages"] == [], r.text
+    assert r.status_code == 200, r.text
+    [kept] = r.json()["messages"]
+    assert kept["role"] == "user" and kept["error"]["code"] == "model_timeout", kept
+    assert "1.5 seconds" in kept["error"]["message"]
     assert model.calls == 3
 
     after = await _saved_turns(services, user.id)
-    assert after == {**before, "chats": before["chats"] + 1}, (before, after)
+    expected = {"chats": 3, "user messages": 3}  # each cut-off question kept, nothing counted
+    assert after == {**before, **{k: before[k] + n for k, n in expected.items()}}, (before, after)
 
-    monkeypatch.undo()  # a model that answers: the same chat works, and keeps only this turn
+    monkeypatch.undo()  # a model that answers: the same chat works, and keeps this turn whole
     r = await client.post(f"/api/chats/{chat}/ask", json={"question": QUESTION}, headers=headers)
     assert r.status_code == 200 and r.json()["citations"], r.text
     r = await client.get(f"/api/chats/{chat}/messages", headers=headers)
-    assert [m["role"] for m in r.json()["messages"]] == ["user", "assistant"], r.text
+    assert [(m["role"], bool(m["error"])) for m in r.json()["messages"]] == [
+        ("user", True),
+        ("user", False),
+        ("assistant", False),
+    ], r.text
+    assert (await _saved_turns(services, user.id))["usage turns"] == 1
 
 
 # --- c. the embedder fails -----------------------------------------------------------------

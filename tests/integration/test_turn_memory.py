@@ -1,5 +1,6 @@
-"""Turn memory: earlier turns as "previous discussion", per user, with same-chat and recency
-boosts, against the real Postgres and the real embedder."""
+"""Turn memory: earlier turns as "previous discussion", per user, found by meaning and by
+keywords (fused by RRF), with same-chat and recency boosts, against the real Postgres and
+the real embedder."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ BREAD_A = (
 BREAD_ASK = "What oven temperature should my sourdough loaf bake at?"
 RABBIT_Q = "Why does Alice follow the White Rabbit?"
 RABBIT_A = "She is curious: the rabbit has a waistcoat and a pocket watch, so she runs after it."
+
+
+def rrf(services, *ranks: int) -> float:
+    """The fused score of a turn at these ranks (one per list it is in), before bonuses."""
+    return sum(1 / (services.settings.rrf_k + r) for r in ranks)
 
 
 async def new_chat(services, user_id) -> uuid.UUID:
@@ -71,8 +77,8 @@ async def test_related_question_finds_the_turn_and_unrelated_does_not(services, 
     assert [t.question for t in found] == [BREAD_Q]
     turn = found[0]
     assert turn.answer == BREAD_A and turn.chat_id == chat and not turn.same_chat
-    assert turn.similarity >= 0.35
-    assert abs(turn.score - (turn.similarity + 0.1)) < 1e-5  # recent, other chat
+    assert turn.similarity >= 0.35 and turn.keyword_score > 0  # "sourdough", "bake", "oven"
+    assert abs(turn.score - rrf(services, 1, 1) * 1.1) < 1e-8  # first in both; recent
 
     assert (
         await previous_discussion(
@@ -80,11 +86,13 @@ async def test_related_question_finds_the_turn_and_unrelated_does_not(services, 
         )
         == []
     )
-    # a stricter threshold drops it; the threshold applies before any boost
+    # a stricter threshold drops it from the dense half (before any boost): the keyword
+    # half alone still finds it
     strict = await previous_discussion(
-        services, user.id, chat, BREAD_ASK, min_similarity=turn.similarity + 0.01
+        services, user.id, uuid.uuid4(), BREAD_ASK, min_similarity=turn.similarity + 0.01
     )
-    assert strict == []
+    assert [t.question for t in strict] == [BREAD_Q]
+    assert abs(strict[0].score - rrf(services, 1) * 1.1) < 1e-8
 
 
 async def test_precomputed_query_vector_gives_the_same_result(services, new_user):
@@ -93,8 +101,10 @@ async def test_precomputed_query_vector_gives_the_same_result(services, new_user
     await remember_turn(services, user.id, chat, BREAD_Q, BREAD_A)
     vector = services.embeddings.embedder.embed_query(BREAD_ASK)
     by_text = await previous_discussion(services, user.id, chat, BREAD_ASK)
-    by_vector = await previous_discussion(services, user.id, chat, "", query_vector=vector)
+    by_vector = await previous_discussion(services, user.id, chat, BREAD_ASK, query_vector=vector)
     assert len(by_text) == 1 and [t.score for t in by_vector] == [t.score for t in by_text]
+    dense_only = await previous_discussion(services, user.id, chat, "", query_vector=vector)
+    assert [t.question for t in dense_only] == [BREAD_Q] and dense_only[0].keyword_score == 0
 
 
 async def test_same_chat_boost_ranks_this_chats_turn_first(services, new_user):
@@ -107,7 +117,9 @@ async def test_same_chat_boost_ranks_this_chats_turn_first(services, new_user):
     assert [t.chat_id for t in found] == [here, elsewhere]
     assert [t.same_chat for t in found] == [True, False]
     assert found[0].similarity == found[1].similarity
-    assert abs(found[0].score - found[1].score - 0.2) < 1e-5
+    # the newer turn ranks first in both lists; the same-chat bonus lifts the other
+    assert abs(found[0].score - rrf(services, 2, 2) * 1.3) < 1e-8
+    assert abs(found[1].score - rrf(services, 1, 1) * 1.1) < 1e-8
 
     flipped = await previous_discussion(services, user.id, elsewhere, BREAD_ASK)
     assert [t.chat_id for t in flipped] == [elsewhere, here]
@@ -125,16 +137,17 @@ async def test_recency_boost_changes_the_order(services, new_user):
     await age(services, second, 30)  # the newer turn becomes old: the other one wins
     found = await previous_discussion(services, user.id, asking, BREAD_ASK)
     assert [t.chat_id for t in found] == [first, second]
-    assert abs(found[0].score - found[1].score - 0.1) < 1e-5
+    assert abs(found[0].score - rrf(services, 1, 1) * 1.1) < 1e-8
+    assert abs(found[1].score - rrf(services, 2, 2)) < 1e-8  # old: no bonus
 
     await age(services, first, 10)
     await age(services, second, 2)
     found = await previous_discussion(services, user.id, asking, BREAD_ASK)
     assert [t.chat_id for t in found] == [second, first]
-    # a wider window makes both recent: equal scores again
+    # a wider window makes both recent: the same bonus, so the fused order stands
     wide = await previous_discussion(services, user.id, asking, BREAD_ASK, recent_days=14)
-    assert wide[0].score == wide[1].score
-    assert abs(wide[0].score - wide[0].similarity - 0.1) < 1e-5
+    assert [t.chat_id for t in wide] == [second, first]
+    assert abs(wide[1].score - rrf(services, 2, 2) * 1.1) < 1e-8
 
     # the boosts can lift a less similar turn over a more similar one, never over the threshold
     await remember_turn(
@@ -252,3 +265,45 @@ def test_block_fits_its_budget():
     # every turn gets room: a long first answer does not crowd out the others
     block = previous_discussion_block(turns, max_chars=1200)
     assert "A: short" in block and RABBIT_Q in block
+
+
+NETS_Q = "Who mended the nets in the harbour?"
+NETS_A = "Ignatius Fenwright mended every net in the harbour before the storm arrived."
+# shares only the rare name with NETS (not its meaning), and only its meaning with BREAD
+HYBRID_ASK = "Fenwright? Also, how hot should a homemade loaf get while cooking?"
+
+
+async def test_hybrid_finds_a_turn_by_a_rare_name_and_another_by_meaning(
+    services, new_user, monkeypatch
+):
+    user, other = await new_user("hybrid"), await new_user("hybrid-other")
+    chat, others_chat = await new_chat(services, user.id), await new_chat(services, other.id)
+    for q, a in ((NETS_Q, NETS_A), (BREAD_Q, BREAD_A), (RABBIT_Q, RABBIT_A)):
+        await remember_turn(services, user.id, chat, q, a)
+    # another user's turns that would match both ways
+    await remember_turn(services, other.id, others_chat, NETS_Q, NETS_A + " (other user)")
+    await remember_turn(services, other.id, others_chat, BREAD_Q, BREAD_A + " (other user)")
+
+    found = {t.question: t for t in await previous_discussion(services, user.id, None, HYBRID_ASK)}
+    assert set(found) == {NETS_Q, BREAD_Q}
+    by_name, by_meaning = found[NETS_Q], found[BREAD_Q]
+    assert by_name.keyword_score > 0 and by_name.similarity < 0.35  # keywords only
+    assert by_meaning.keyword_score == 0 and by_meaning.similarity >= 0.35  # meaning only
+    assert all("other user" not in t.answer for t in found.values())
+    assert all(t.chat_id == chat for t in found.values())
+
+    # the other user gets their own turns, never these
+    theirs = await previous_discussion(services, other.id, None, HYBRID_ASK, k=10)
+    assert {t.chat_id for t in theirs} == {others_chat} and len(theirs) == 2
+    assert (
+        await previous_discussion(services, (await new_user("nobody")).id, None, HYBRID_ASK) == []
+    )
+
+    # the embedder down: the keyword half still finds the rare name
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the embedder is down")
+
+    monkeypatch.setattr(type(services.embeddings.embedder), "embed_query", broken)
+    keywords_only = await previous_discussion(services, user.id, None, HYBRID_ASK)
+    assert [t.question for t in keywords_only] == [NETS_Q]
+    assert keywords_only[0].similarity == 0
