@@ -431,7 +431,10 @@ async function openChat(id) {
     resetMessages();
     $("welcome").hidden = messages.length > 0;
     for (const m of messages) {
-      if (m.role === "user") addUserMessage(m.content);
+      if (m.role === "user") {
+        const node = addUserMessage(m.content);
+        if (m.error) markFailed(node, m.content, m.error.message, m.book_id);
+      }
       else if (m.role === "assistant") {
         const view = createAnswer();
         view.text = m.content || "";
@@ -459,6 +462,39 @@ function addUserMessage(text) {
   );
   $("messages").append(node);
   return node;
+}
+
+/** Failures after which the server keeps the question with its error (CONTRACT.md). */
+const KEPT_FAILURES = new Set(["answer_failed", "model_timeout", "model_unavailable"]);
+
+/** A question whose turn failed or timed out (saved with its error): show the error and a
+ * Retry button that asks the question again, in the book scope it was asked in. */
+function markFailed(node, question, message, bookId, live = false) {
+  node.classList.add("failed");
+  node.dataset.state = "failed";
+  const retry = el("button", {
+    type: "button",
+    class: "button ghost small retry",
+    text: "Retry",
+    "aria-label": "Ask this question again",
+    onclick: () => {
+      if (state.busy) return;
+      retry.disabled = true;
+      const scope = $("scope");
+      const wanted = bookId || "";
+      if ([...scope.options].some((o) => o.value === wanted)) scope.value = wanted;
+      $("question").value = question;
+      $("ask-form").requestSubmit();
+    },
+  });
+  node.append(
+    el(
+      "div",
+      { class: "msg-error small", role: live ? "alert" : null },
+      el("span", { class: "form-error", text: message || "The answer failed." }),
+      retry
+    )
+  );
 }
 
 /** The view of one assistant answer (streamed or from history). */
@@ -668,7 +704,7 @@ async function onAsk(ev) {
   button.textContent = "Stop";
   button.setAttribute("aria-label", "Stop the answer");
   input.value = "";
-  addUserMessage(question);
+  const asked = addUserMessage(question);
   const view = createAnswer();
   renderAnswerBody(view);
   keepScrolled();
@@ -717,6 +753,7 @@ async function onAsk(ev) {
             break;
           case "error":
             view.error = `The answer failed: ${(data && data.message) || "unknown error"}`;
+            if (data && KEPT_FAILURES.has(data.code)) view.failure = data.message || data.code;
             break;
           default:
             break;
@@ -727,12 +764,24 @@ async function onAsk(ev) {
     if (!view.messageId && !view.error && !view.text) view.error = "The answer ended without any text.";
     finishAnswer(view, false);
     if (view.messageId && !view.error) await syncWithSaved(view, chatId);
+    if (view.failure) {
+      // the server kept the question with this error: show it there, with Retry
+      view.root.remove();
+      markFailed(asked, question, view.failure, bookId, true);
+      announce(`The answer failed: ${view.failure}`);
+      return;
+    }
     finishAnswer(view);
     const spoken = view.text.replace(/\[?#?\b(chk_[0-9a-f]{8}|web_\d+)\b\]?/gi, "");
     announce(view.error || `Answer ready: ${previewText(spoken, 300)}`);
   } catch (e) {
-    view.error =
-      e && e.name === "AbortError" ? "Stopped." : `The answer failed: ${errorText(e)}`;
+    if (e && e.name === "AbortError") {
+      view.root.remove();
+      markFailed(asked, question, "Stopped.", bookId, true);
+      announce("Stopped.");
+      return;
+    }
+    view.error = `The answer failed: ${errorText(e)}`;
     finishAnswer(view);
     announce(view.error);
   } finally {

@@ -24,6 +24,30 @@ def test_users_add_prints_a_token_once():
     assert missing.returncode == 1 and "no user named" in missing.stderr
 
 
+def test_users_limit_sets_a_users_own_monthly_limit_and_list_shows_it():
+    name = f"cli-limit-{uuid.uuid4().hex[:6]}"
+    assert quire("users", "add", name).returncode == 0
+
+    def listed() -> dict:
+        run = quire("users", "list", "--json")
+        assert run.returncode == 0, run.stderr
+        return next(u for u in json.loads(run.stdout) if u["name"] == name)
+
+    before = listed()
+    assert before["own_limit"] is False and before["turns_this_month"] == 0
+    set_ = quire("users", "limit", name, "25")
+    assert set_.returncode == 0 and "25" in set_.stderr, set_.stderr
+    assert listed() == {**before, "monthly_limit": 25, "own_limit": True}
+    cleared = quire("users", "limit", name, "none")
+    assert cleared.returncode == 0 and "default" in cleared.stderr
+    table = quire("users", "list")
+    assert table.returncode == 0 and name in table.stdout and "(own)" not in table.stdout
+    refused = quire("users", "limit", name, "lots")
+    assert refused.returncode == 2, refused.stderr
+    missing = quire("users", "limit", f"nobody-{uuid.uuid4().hex[:6]}", "5")
+    assert missing.returncode == 1 and "no user named" in missing.stderr
+
+
 def test_ingest_then_ask_as_json(tmp_path):
     user = f"reader-{uuid.uuid4().hex[:6]}"
     first = quire("ingest", str(ALICE), "--user", user, "--json")

@@ -571,3 +571,66 @@ async def test_model_output_is_rendered_as_text_never_as_html(browser, server):
     assert await page.evaluate("window.pwned") is None
     assert js_errors == []
     await page.context.close()
+
+
+async def test_a_failed_question_shows_its_error_and_retry_asks_it_again(browser, server, services):
+    from agent.chat.turn_log import ANSWER_FAILED, save_failed_question
+
+    person = await make_reader(services)
+    # a turn that failed earlier, as the server keeps it: the question with its error
+    kept_chat = uuid.uuid4()
+    await save_failed_question(
+        services, person["user"].id, kept_chat, QUESTION, ANSWER_FAILED, book_id=None
+    )
+    page, js_errors = await new_page(browser, server, person["token"])
+    await expect(page.locator("#app-view")).to_be_visible()
+
+    # live: the first stream fails the way the server reports a failed turn
+    streams: list[str] = []
+
+    async def fail_the_first(route):
+        streams.append(route.request.url)
+        if len(streams) > 1:
+            await route.continue_()
+            return
+        error = {"code": "answer_failed", "message": ANSWER_FAILED.message}
+        await route.fulfill(
+            status=200,
+            headers={"content-type": "text/event-stream"},
+            body=f"event: error\ndata: {json.dumps(error)}\n\n",
+        )
+
+    await page.route("**/ask/stream", fail_the_first)
+    await page.fill("#question", QUESTION)
+    await page.click("#ask-button")
+    failed = page.locator(".msg.user.failed")
+    await expect(failed).to_have_count(1)
+    await expect(failed.locator(".form-error")).to_have_text(ANSWER_FAILED.message)
+    await expect(page.locator(".msg.assistant")).to_have_count(0)  # no empty answer left
+
+    await failed.locator("button.retry").click()  # asks the same question again
+    answer = page.locator(".msg.assistant").last
+    await expect(answer).to_have_attribute("data-state", "done", timeout=ANSWER_TIMEOUT_MS)
+    assert "Dinah" in await answer.locator(".answer-body").inner_text()
+    assert len(streams) == 2
+    await expect(failed.locator("button.retry")).to_be_disabled()
+    assert [squash(t) for t in await page.locator(".msg.user .bubble").all_inner_texts()] == [
+        QUESTION,
+        QUESTION,
+    ]
+
+    # history: the kept question of the earlier chat, with its error and Retry
+    await page.locator(f'.chat-item[data-id="{kept_chat}"]').click()
+    kept = page.locator(".msg.user.failed")
+    await expect(kept).to_have_count(1)
+    await expect(kept.locator(".form-error")).to_have_text(ANSWER_FAILED.message)
+    await kept.locator("button.retry").click()
+    answer = page.locator(".msg.assistant").last
+    await expect(answer).to_have_attribute("data-state", "done", timeout=ANSWER_TIMEOUT_MS)
+    messages = api_get(server, person["token"], f"/api/chats/{kept_chat}/messages")["messages"]
+    assert [(m["role"], bool(m["error"])) for m in messages] == [
+        ("user", True),
+        ("user", False),
+        ("assistant", False),
+    ]
+    assert js_errors == []
