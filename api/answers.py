@@ -31,6 +31,7 @@ from agent.db.chats import ChatOwnershipError
 from agent.db.users import User
 from agent.model_server.endpoint import ModelUnavailable
 from agent.services import Services
+from api.deps import time_window
 from api.errors import ApiError
 from graphs.checkpoint import open_checkpointer
 from graphs.context import Context
@@ -48,6 +49,9 @@ class Turn:
     question: str
     book: str | None = None
     new_chat: bool = False
+    since: str | None = None
+    until: str | None = None
+    """The ``since``/``until`` window (:mod:`agent.retrieval.time_window`), as sent."""
 
 
 def monthly_limit_error(limit: int | None) -> ApiError:
@@ -61,7 +65,9 @@ def monthly_limit_error(limit: int | None) -> ApiError:
 
 
 async def check_turn(services: Services, turn: Turn) -> None:
-    """Refuse before any work: an unknown book (404) or a used-up monthly limit (429)."""
+    """Refuse before any work: an unreadable time window (422), an unknown book (404) or a
+    used-up monthly limit (429)."""
+    time_window(turn.since, turn.until)
     if turn.book is not None:
         try:
             await resolve_book(services, turn.user.id, turn.book)
@@ -98,6 +104,8 @@ def answer_body(state: dict) -> dict:
         "citations": state.get("citations") or [],
         "sources": state.get("sources") or [],
         "chunk_map": state.get("chunk_map") or {},
+        "conflicts": state.get("conflicts") or [],
+        "time_window": state.get("time_window") or None,
         "usage": {"tokens": int(state.get("tokens_used") or 0)},
         "chat_id": state.get("chat_id"),
         "message_id": state.get("message_id"),
@@ -119,7 +127,13 @@ async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str,
     turn is never cut off while ``save`` writes it.
     """
     graph = (await open_checkpointer(services)).chat_graph
-    context = Context(user=turn.user.name, chat_id=str(turn.chat_id), book=turn.book)
+    context = Context(
+        user=turn.user.name,
+        chat_id=str(turn.chat_id),
+        book=turn.book,
+        since=turn.since,
+        until=turn.until,
+    )
     config = {"configurable": {"thread_id": str(turn.chat_id)}}
     deadline: float | None = (
         asyncio.get_running_loop().time() + services.settings.chat_timeout_seconds
@@ -266,6 +280,7 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
                 "citations": body["citations"],
                 "sources": body["sources"],
                 "chunk_map": body["chunk_map"],
+                "conflicts": body["conflicts"],
             },
         )
         yield "route", {"route": body["route"], "model_used": body["model_used"]}

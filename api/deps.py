@@ -8,6 +8,7 @@ from fastapi import Depends, Header
 from pydantic import BaseModel, model_validator
 
 from agent.db.users import User, user_for_token
+from agent.retrieval.time_window import InvalidTimeWindow, TimeWindow, parse_time_window
 from agent.services import Services, get_services
 from api.errors import ApiError
 
@@ -41,6 +42,15 @@ async def current_user(
 
 ServicesDep = Annotated[Services, Depends(services_dep)]
 UserDep = Annotated[User, Depends(current_user)]
+
+
+def time_window(since: str | None, until: str | None) -> TimeWindow:
+    """A request's ``since``/``until`` window; 422 ``invalid_time_window`` when a bound
+    cannot be read or ``until`` is not after ``since``."""
+    try:
+        return parse_time_window(since, until)
+    except InvalidTimeWindow as exc:
+        raise ApiError(422, "invalid_time_window", str(exc)) from None
 
 
 def text_problem(value: object) -> str | None:

@@ -67,7 +67,8 @@ log = logging.getLogger(__name__)
 
 
 def _scope(state: ChatState, runtime: Runtime[Context]) -> SearchScope:
-    return turn_scope(state["user_id"], state.get("book_id"), runtime.context or Context())
+    context = runtime.context or Context()
+    return turn_scope(state["user_id"], state.get("book_id"), context, state.get("time_window"))
 
 
 async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -88,6 +89,7 @@ def pick_path(
         "global_summary": "overview",
         "web_search": "web_search",
         "unknown_book": "refuse",
+        "invalid_window": "refuse",
         "over_limit": "refuse",
     }.get(state["route"], "retrieve")  # type: ignore[return-value]
 

@@ -45,3 +45,17 @@ class Context:
     corpus: str | None = field(
         default=None, metadata={"description": "Only search documents of this corpus."}
     )
+    since: str | None = field(
+        default=None,
+        metadata={
+            "description": "Only documents created since: an ISO date or date-time, or an "
+            "age such as 24h, 48h, 7d, 1w ('all': no bound)."
+        },
+    )
+    until: str | None = field(
+        default=None,
+        metadata={
+            "description": "Only documents created before: an ISO date (that whole day "
+            "included) or date-time, or an age such as 7d ('all': no bound)."
+        },
+    )

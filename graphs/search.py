@@ -20,6 +20,7 @@ from agent.db.scope import SearchScope, window_start
 from agent.library.accounts import resolve_user
 from agent.retrieval.knowledge import knowledge_response, knowledge_search
 from agent.retrieval.search import SearchOptions
+from agent.retrieval.time_window import parse_time_window
 from agent.services import get_services
 
 
@@ -42,6 +43,8 @@ class SearchInput(TypedDict, total=False):
     documentIds: list[str]
     docTypes: list[str]
     timeWindow: str
+    since: str
+    until: str
     mode: str
     similarityThreshold: float
     enableQueryExpansion: bool
@@ -73,16 +76,19 @@ def search_options(request: SearchInput, default_k: int) -> SearchOptions:
 
 
 def search_scope(user_id: uuid.UUID, request: SearchInput) -> SearchScope:
-    """Seed 004 filter fields as a :class:`SearchScope` for ``user_id``."""
+    """Seed 004 filter fields as a :class:`SearchScope` for ``user_id``; ``since``/``until``
+    (:mod:`agent.retrieval.time_window`) narrow it further."""
     ids = request.get("documentIds")
     types = request.get("docTypes")
-    return SearchScope(
+    scope = SearchScope(
         user_id=user_id,
         document_ids=tuple(uuid.UUID(i) for i in ids) if ids else None,
         corpus=request.get("corpus"),
         doc_types=tuple(t.upper() for t in types) if types else None,
         created_after=window_start(request.get("timeWindow")),  # type: ignore[arg-type]
     )
+    window = parse_time_window(request.get("since"), request.get("until"))
+    return window.narrow(scope)
 
 
 async def run_search(state: SearchState, runtime: Runtime[SearchContext]) -> dict:

@@ -46,6 +46,10 @@ class ChatState(InputState, total=False):
     tokens_used: int
     retrieval: dict
     """The retrieval's metrics: stage timings, queries, layer, results, context length."""
+    conflicts: list[dict]
+    """Pairs of passages in the context that disagree (:mod:`agent.retrieval.conflicts`)."""
+    time_window: dict
+    """The ``since``/``until`` window the turn searched in (ISO bounds; ``None``: open)."""
     relevant: bool
     """Whether retrieval found passages above the relevance floor."""
     persona: str
@@ -74,6 +78,8 @@ class OutputState(TypedDict, total=False):
     tokens_used: int
     chat_id: str
     retrieval: dict
+    conflicts: list[dict]
+    time_window: dict
     tool_log: list[dict]
     citations_removed: int
     message_id: str

@@ -20,6 +20,7 @@ from agent.chat.answering import (
     grounded_messages,
     mixed_messages,
 )
+from agent.chat.conflicts import conflict_note, show_conflicts, shown
 from agent.config import Settings
 
 
@@ -52,10 +53,17 @@ def _evidence(state: Mapping[str, Any]) -> tuple[str, list[dict]]:
     return "", []
 
 
+def _with_conflicts(context: str, state: Mapping[str, Any]) -> str:
+    """The context, followed by which of its passages disagree (when any do)."""
+    note = conflict_note(shown(state.get("conflicts"), state.get("retrieved") or []))
+    return f"{context}\n\n{note}" if context and note else context
+
+
 def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:
     """Messages for answering from the passages, and from the web results when a web search
     ran."""
     context, _ = _evidence(state)
+    context = _with_conflicts(context, state)
     if state.get("web_context"):
         return mixed_messages(
             settings.assistant_name,
@@ -71,12 +79,13 @@ def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[
 
 
 def finish_cited_answer(raw: str, state: Mapping[str, Any], *, model: str, tokens: int) -> Answer:
-    """The answer with its citations guarded (only what the turn found can be cited).
+    """The answer with its citations guarded (only what the turn found can be cited), and
+    both sides of each conflict in its context shown (:mod:`agent.chat.conflicts`).
 
     ``model`` is the answering model's label for ``model_used``."""
     _, retrieved = _evidence(state)
     if state.get("web_context"):
-        return finish_mixed(
+        answer = finish_mixed(
             raw,
             retrieved,
             state.get("web_results", []),
@@ -84,13 +93,16 @@ def finish_cited_answer(raw: str, state: Mapping[str, Any], *, model: str, token
             model_used=f"web_search_{model}",
             tokens_used=tokens,
         )
-    return finish_grounded(
-        raw,
-        retrieved,
-        route=state["route"],
-        model_used=f"{'deep_reasoner' if _deep(state) else 'investigator'}_{model}",
-        tokens_used=tokens,
-    )
+    else:
+        answer = finish_grounded(
+            raw,
+            retrieved,
+            route=state["route"],
+            model_used=f"{'deep_reasoner' if _deep(state) else 'investigator'}_{model}",
+            tokens_used=tokens,
+        )
+    # passages that disagree: both versions cited, and which source to trust asked
+    return show_conflicts(answer, state.get("conflicts") or [], retrieved)
 
 
 def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:

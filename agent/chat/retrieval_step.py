@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from agent.chat.conflicts import detect
 from agent.chat.question_lookup import (
     citable_questions,
     find_numbered_questions,
@@ -27,6 +28,7 @@ from agent.memory.conversation import ChatMemory, standalone_question
 from agent.memory.previous_discussion import previous_discussion, previous_discussion_block
 from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
 from agent.retrieval.search import SearchOptions, embed_question
+from agent.retrieval.time_window import scope_window
 from agent.retrieval.types import chunk_payload
 from agent.services import Services
 
@@ -120,7 +122,12 @@ async def retrieve_context(
     metrics = found.result.metrics.as_dict()
     if numbers:
         metrics["question_numbers"] = {"asked": numbers, "found": [q.number for q, _ in asked]}
+    conflicts = [c.as_dict() for c in found.conflicts]
+    metrics["conflicts"] = conflicts
+    if scope.created_after is not None or scope.created_before is not None:
+        metrics["time_window"] = scope_window(scope)
     return {
+        "conflicts": conflicts,
         "search_query": query,
         "discussion": previous_discussion_block(past),
         "relevant": relevant or bool(asked),
@@ -159,9 +166,13 @@ async def call_knowledge_tool(
         for c in fresh
     ]
     context = state.get("context", "") if state.get("relevant") else ""
+    retrieved = (state.get("retrieved", []) if state.get("relevant") else []) + payloads
+    conflicts = detect(retrieved)  # the new passages may disagree with the earlier ones
     return {
         "tool_log": log,
         "relevant": True,
-        "retrieved": (state.get("retrieved", []) if state.get("relevant") else []) + payloads,
+        "retrieved": retrieved,
         "context": "\n\n".join(p for p in (context, found.context.text) if p),
+        "conflicts": conflicts,
+        "retrieval": {**(state.get("retrieval") or {}), "conflicts": conflicts},
     }

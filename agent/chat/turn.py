@@ -24,6 +24,7 @@ from agent.db.scope import SearchScope
 from agent.library.accounts import resolve_user
 from agent.memory.conversation import history_block, load_memory
 from agent.memory.corrections import corrections_prompt, relevant_corrections
+from agent.retrieval.time_window import InvalidTimeWindow, TimeWindow, parse_time_window
 from agent.services import Services
 
 
@@ -37,6 +38,8 @@ class TurnRequest(Protocol):
     tool_selection: bool | None
     document_ids: list[str] | None
     corpus: str | None
+    since: str | None
+    until: str | None
 
 
 def last_question(messages: list[BaseMessage]) -> str:
@@ -48,16 +51,20 @@ def last_question(messages: list[BaseMessage]) -> str:
     return ""
 
 
-def turn_scope(user_id: str, book_id: str | None, request: TurnRequest) -> SearchScope:
+def turn_scope(
+    user_id: str, book_id: str | None, request: TurnRequest, window: dict | None = None
+) -> SearchScope:
     """The documents a turn searches: its book, else the requested documents, else all the
-    user can see (in the requested corpus)."""
+    user can see (in the requested corpus); created within ``window`` (the turn's
+    ``time_window``: ISO ``since``/``until``) when one is set."""
     if book_id:
         documents: tuple[uuid.UUID, ...] | None = (uuid.UUID(book_id),)
     elif request.document_ids:
         documents = tuple(uuid.UUID(d) for d in request.document_ids)
     else:
         documents = None
-    return SearchScope(user_id=uuid.UUID(user_id), document_ids=documents, corpus=request.corpus)
+    scope = SearchScope(user_id=uuid.UUID(user_id), document_ids=documents, corpus=request.corpus)
+    return TimeWindow.from_dict(window).narrow(scope)
 
 
 def _chat_id(request: TurnRequest, thread_id: str | None) -> uuid.UUID:
@@ -67,13 +74,18 @@ def _chat_id(request: TurnRequest, thread_id: str | None) -> uuid.UUID:
 
 
 async def _book_in_scope(
-    services: Services, user_id: uuid.UUID, request: TurnRequest
+    services: Services, user_id: uuid.UUID, request: TurnRequest, window: dict | None = None
 ) -> Book | None:
     """The requested book (:class:`UnknownBook` when none matches), else the user's only
-    visible document in scope, if there is exactly one."""
+    visible document in scope (and in the time ``window``), if there is exactly one."""
     if request.book:
         return await resolve_book(services, user_id, request.book)
-    return await only_book(services, turn_scope(str(user_id), "", request))
+    return await only_book(services, turn_scope(str(user_id), "", request, window))
+
+
+def turn_window(request: TurnRequest) -> TimeWindow:
+    """The request's ``since``/``until`` window (raises :class:`InvalidTimeWindow`)."""
+    return parse_time_window(getattr(request, "since", None), getattr(request, "until", None))
 
 
 async def _corrections(
@@ -157,9 +169,19 @@ async def _open_turn(
         "retrieved": [],
         "context": "",
         "retrieval": {},
+        "conflicts": [],
+        "time_window": {},
     }
     try:
-        book = await _book_in_scope(services, user_id, request)
+        update["time_window"] = turn_window(request).as_dict()
+    except InvalidTimeWindow as exc:
+        return {
+            **update,
+            "route": "invalid_window",
+            "answer": f"I can't answer that: {exc}.",
+        }
+    try:
+        book = await _book_in_scope(services, user_id, request, update["time_window"])
     except UnknownBook as exc:
         return {**update, "route": "unknown_book", "answer": f"I can't answer that: {exc}."}
     if book is not None and request.book:

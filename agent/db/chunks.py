@@ -278,8 +278,7 @@ async def keyword_search(
     visible, params = scope.listed_documents_sql("d.id, d.keyword_chunks, d.keyword_tokens")
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
-    filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)
-    narrowed = any(f is not None for f in filters)
+    narrowed = scope.narrowed
     if exhaustive:
         sql = f"WITH visible AS ({visible}), {_BM25_STATS} {_BM25_EXACT_SQL}"
     else:

@@ -31,6 +31,20 @@ class SearchScope:
     include_shared: bool = True
     created_after: datetime | None = None
     """Only documents created at or after this time (seed 002's hard time filter)."""
+    created_before: datetime | None = None
+    """Only documents created before this time (the end of a ``since``/``until`` window)."""
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether a filter besides ownership and sharing narrows the visible documents."""
+        filters = (
+            self.document_ids,
+            self.corpus,
+            self.doc_types,
+            self.created_after,
+            self.created_before,
+        )
+        return any(f is not None for f in filters)
 
     def visible_documents_sql(self) -> tuple[str, dict]:
         """A SELECT of visible document ids (column ``id``) and its bind parameters."""
@@ -85,4 +99,7 @@ class SearchScope:
         if self.created_after is not None:
             clauses.append("d.created_at >= :scope_after")
             params["scope_after"] = self.created_after
+        if self.created_before is not None:
+            clauses.append("d.created_at < :scope_before")
+            params["scope_before"] = self.created_before
         return " AND ".join(clauses), params

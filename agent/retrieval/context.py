@@ -11,7 +11,10 @@ For each chunk in rank order:
   so the child's paragraph already quoted inside its parent's window costs nothing twice.
 
 Every block is labelled with its chunk's ``#chk_`` id and source; blocks stop at
-``max_chars``. ``chunk_map`` maps citation ids to chunk ids; ``sources`` are deduplicated.
+``max_chars``. The chunks in ``keep`` (both sides of a detected conflict) are never dropped:
+room is reserved for them, others are trimmed first, and their sentences are never dropped
+as repeats of another block's (a negation is a near-repeat). ``chunk_map`` maps citation ids
+to chunk ids; ``sources`` are deduplicated.
 """
 
 from __future__ import annotations
@@ -84,13 +87,19 @@ class SentenceDeduper:
         self.overlap = overlap
         self.kept: list[frozenset[str]] = []
         self.dropped = 0
+        self.protected: frozenset[str] = frozenset()
+        """Citation ids whose sentences are only checked against their own block."""
 
-    def filter(self, parts: list[str]) -> tuple[list[str], list[frozenset[str]], int]:
+    def filter(
+        self, parts: list[str], protect: bool = False
+    ) -> tuple[list[str], list[frozenset[str]], int]:
         """``parts`` without sentences already said (nothing is remembered until
-        :meth:`commit`); returns the texts, their sentences' word sets and the drop count."""
+        :meth:`commit`); returns the texts, their sentences' word sets and the drop count.
+
+        ``protect``: only repeats within ``parts`` are dropped, not those of earlier blocks."""
         if not 0.0 < self.overlap < 1.0:
             return parts, [], 0
-        seen = list(self.kept)
+        seen = [] if protect else list(self.kept)
         texts, fresh, dropped = [], [], 0
         for text in parts:
             out = []
@@ -111,6 +120,39 @@ class SentenceDeduper:
         self.dropped += dropped
 
 
+def _block_options(chunk: RetrievedChunk, paragraph: str, window: int, used_parents: set):
+    """The texts a chunk's block may hold: with its parent's window first (once per parent),
+    then its paragraph alone."""
+    record = chunk.record
+    options = [[paragraph]]
+    if record.parent_id and record.parent_text and record.parent_id not in used_parents:
+        context = parent_window(record.parent_text, record.text, max(window, len(record.text)))
+        if context.strip() != record.text.strip():
+            options.insert(0, [context, paragraph])  # with the parent window if it fits
+    return options
+
+
+def _fitting_block(
+    chunk: RetrievedChunk,
+    options: list[list[str]],
+    dedupe: SentenceDeduper,
+    room: int,
+    first: bool,
+    must: bool,
+):
+    """The first option whose block fits in ``room`` characters (any for the ``first`` block;
+    ``must``: the last option at least), as ``(body, block, fresh, dropped)``; ``None`` when
+    none does."""
+    protect = chunk.citation_id in dedupe.protected
+    for i, parts in enumerate(options):
+        texts, fresh, dropped = dedupe.filter(parts, protect=protect)
+        body = "\n".join(t for t in texts if t.strip())
+        block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
+        if body and (len(block) <= room or first or (must and i == len(options) - 1)):
+            return body, block, fresh, dropped
+    return None
+
+
 def build_context(
     chunks: list[RetrievedChunk],
     max_chars: int,
@@ -118,15 +160,24 @@ def build_context(
     *,
     overlap: float = 0.8,
     paragraphs: dict[str, str] | None = None,
+    keep: frozenset[str] | set[str] = frozenset(),
 ) -> BuiltContext:
     """Blocks for ``chunks`` within ``max_chars`` (see the module docs).
 
     ``paragraphs`` replaces a chunk's paragraph by citation id (compressed text); an empty
     replacement means the chunk had nothing relevant and only its parent window is kept.
+    ``keep``: citation ids whose blocks are never dropped (both sides of a conflict).
     """
     paragraphs = paragraphs or {}
     window = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
     dedupe = SentenceDeduper(overlap)
+    dedupe.protected = frozenset(keep)
+    # room held back for the kept chunks still to come (their paragraph and label)
+    reserved = {
+        c.citation_id: len(c.record.text) + len(c.source) + 16
+        for c in chunks
+        if c.citation_id in keep
+    }
     used_parents: set = set()
     blocks: list[str] = []
     bodies: dict[str, str] = {}
@@ -134,22 +185,13 @@ def build_context(
     total = 0
     for chunk in chunks:
         record = chunk.record
+        must = reserved.pop(chunk.citation_id, None) is not None
         paragraph = paragraphs.get(chunk.citation_id, record.text)
-        options = [[paragraph]]
-        if record.parent_id and record.parent_text and record.parent_id not in used_parents:
-            context = parent_window(record.parent_text, record.text, max(window, len(record.text)))
-            if context.strip() != record.text.strip():
-                options.insert(0, [context, paragraph])  # with the parent window if it fits
-        chosen = None
-        for parts in options:
-            texts, fresh, dropped = dedupe.filter(parts)
-            body = "\n".join(t for t in texts if t.strip())
-            block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
-            if body and (total + len(block) <= max_chars or not blocks):
-                chosen = (body, block, fresh, dropped)
-                break
+        options = _block_options(chunk, paragraph, window, used_parents)
+        room = max_chars - total - sum(reserved.values())
+        chosen = _fitting_block(chunk, options, dedupe, room, not blocks, must)
         if chosen is None:
-            if total >= max_chars:
+            if total >= max_chars and not reserved:
                 break
             continue  # repeats earlier blocks, or no room for it
         body, block, fresh, dropped = chosen

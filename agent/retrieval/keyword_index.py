@@ -247,8 +247,7 @@ class ReaderIndex:
 
 def _unfiltered(scope: SearchScope) -> bool:
     """Whether the scope sees everything its reader may read (its list is complete)."""
-    filters = (scope.document_ids, scope.corpus, scope.doc_types, scope.created_after)
-    return scope.include_shared and all(f is None for f in filters)
+    return scope.include_shared and not scope.narrowed
 
 
 class KeywordIndexes:

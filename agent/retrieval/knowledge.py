@@ -19,6 +19,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from agent import prompts
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
+from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
@@ -33,6 +34,12 @@ class KnowledgeSearch:
     question: str
     result: SearchResult
     context: BuiltContext
+
+    @property
+    def conflicts(self) -> list[Conflict]:
+        """The detected conflicts whose two sides are both in the context."""
+        shown = self.context.chunk_map
+        return [c for c in self.result.conflicts if c.first in shown and c.second in shown]
 
 
 async def compress_paragraphs(
@@ -84,12 +91,16 @@ async def knowledge_search(
 
             model = await achat_model(settings.chat_model, settings, 0.0)
         paragraphs = await compress_paragraphs(model, question, result.chunks)
+    keep = {cid for conflict in result.conflicts for cid in conflict.ids}
+    if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
+        paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(
         result.chunks,
         max_chars or settings.max_context_chars,
         settings.parent_context_chars,
         overlap=settings.sentence_overlap_ratio if settings.dedupe_sentences else 1.0,
         paragraphs=paragraphs,
+        keep=keep,
     )
     result.metrics.context_chars = len(context.text)
     result.metrics.stages_ms["context"] = round((time.perf_counter() - started) * 1000, 2)
@@ -154,6 +165,7 @@ def knowledge_response(found: KnowledgeSearch, snippet_chars: int = 400) -> dict
             "timedOut": metrics.timed_out,
             "contextChars": metrics.context_chars,
             "stagesMs": metrics.stages_ms,
+            "conflicts": [c.as_dict() for c in found.conflicts],
         },
     }
 
@@ -176,6 +188,12 @@ def answer_hints(found: KnowledgeSearch) -> str:
     for i, c in enumerate(chunks, start=1):
         sim = "n/a" if c.similarity is None else f"{c.similarity:.2f}"
         lines.append(f"{i}. {c.citation_id} {c.source} (similarity: {sim})")
+    if found.conflicts:
+        lines += ["", "## Conflicts (the passages disagree: give both, ask which to trust)"]
+        lines += [
+            f"- {c.first} says {c.first_value}; {c.second} says {c.second_value}"
+            for c in found.conflicts
+        ]
     lines += [
         "",
         "## Context",

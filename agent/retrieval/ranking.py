@@ -17,6 +17,7 @@ from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, 
 from agent.retrieval.candidates import Found
 from agent.retrieval.citations import citation_id
 from agent.retrieval.clock import SearchClock
+from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import weighted_rrf
 from agent.retrieval.query_vectors import unit
@@ -203,9 +204,10 @@ def _chosen(
         )
         for cid, score in picked
     ]
-    if options.diversify:
-        return diversify(chunks, found.stored, want, settings)
-    return chunks[:want]
+    chosen = diversify(chunks, found.stored, want, settings) if options.diversify else chunks
+    if options.keep_conflicts:  # diversity must not drop one side of a disagreement
+        return keep_both_sides(chosen[:want], chunks, want, lambda c: c.passage)[0]
+    return chosen[:want]
 
 
 async def rank(

@@ -6,6 +6,7 @@
              -> documents before transcripts on near-ties
              -> threshold + fallback layers (seed 000) -> one child per parent -> MMR
              -> [LLM rerank] -> top k
+             (both sides of a detected conflict survive MMR and the top k: conflicts.py)
 
 Fallback layers, tried in order until one yields chunks: ``hybrid`` (fused ranking,
 similarity >= threshold), ``vector`` (dense ranking, same threshold: used when the keyword
@@ -44,6 +45,7 @@ from agent.retrieval.candidates import (
     retrieve,
 )
 from agent.retrieval.clock import SearchClock
+from agent.retrieval.conflicts import Conflict, keep_both_sides
 from agent.retrieval.query_vectors import discard, embed_soon
 from agent.retrieval.ranking import rank, rerank_in_time
 from agent.retrieval.reads import Reads
@@ -167,8 +169,13 @@ async def _search(
     if options.rerank and model is not None and len(chunks) > 1 and clock.left() > 0:
         chunks = await rerank_in_time(model, query, chunks, settings, clock)
 
-    chunks = await _with_parents(reads, chunks[: options.k])
-    result = _finish(chunks, layer, clock)
+    conflicts: list[Conflict] = []
+    if options.keep_conflicts:  # the top k keeps both sides of each disagreement
+        top, conflicts = keep_both_sides(chunks[: options.k], chunks, options.k, _passage)
+    else:
+        top = chunks[: options.k]
+    chunks = await _with_parents(reads, top)
+    result = _finish(chunks, layer, clock, conflicts)
     if key is not None and not clock.metrics.timed_out and not clock.metrics.failures:
         _remember(key, state, result, settings)
     return result
@@ -183,7 +190,7 @@ def _cache_hit(key: tuple, state: LibraryState, clock: SearchClock) -> SearchRes
     hit = replace(cached.metrics, cache_hit=True, stages_ms=dict(metrics.stages_ms))
     clock.total()
     hit.stages_ms["total"] = metrics.stages_ms["total"]
-    return SearchResult(cached.chunks, cached.layer, hit)
+    return SearchResult(cached.chunks, cached.layer, hit, cached.conflicts)
 
 
 def _remember(key: tuple, state: LibraryState, result: SearchResult, settings: Settings) -> None:
@@ -247,7 +254,16 @@ async def _with_parents(reads: Reads, chunks: list[RetrievedChunk]) -> list[Retr
     return [replace(c, record=r) for c, r in zip(chunks, records, strict=True)]
 
 
-def _finish(chunks: list[RetrievedChunk], layer: Layer, clock: SearchClock) -> SearchResult:
+def _passage(chunk: RetrievedChunk):
+    return chunk.passage
+
+
+def _finish(
+    chunks: list[RetrievedChunk],
+    layer: Layer,
+    clock: SearchClock,
+    conflicts: list[Conflict] | None = None,
+) -> SearchResult:
     """The result, its metrics completed (layer, count, average similarity, total time)."""
     metrics = clock.metrics
     metrics.layer = layer
@@ -255,4 +271,4 @@ def _finish(chunks: list[RetrievedChunk], layer: Layer, clock: SearchClock) -> S
     sims = [c.similarity for c in chunks if c.similarity is not None]
     metrics.average_similarity = round(float(np.mean(sims)), 4) if sims else None
     clock.total()
-    return SearchResult(chunks, layer, metrics)
+    return SearchResult(chunks, layer, metrics, conflicts or [])

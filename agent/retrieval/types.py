@@ -11,6 +11,7 @@ from typing import Literal
 
 from agent.db.chunks import ChunkRecord
 from agent.retrieval.citations import format_source
+from agent.retrieval.conflicts import Conflict, Passage
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
@@ -28,6 +29,9 @@ class SearchOptions:
     diversify: bool = True
     query_type: str = "specific"
     use_cache: bool = True
+    keep_conflicts: bool = True
+    """Keep both sides of each detected conflict (:mod:`~agent.retrieval.conflicts`) through
+    diversity and the top ``k``."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,12 @@ class RetrievedChunk:
         """``Title, Chapter, Section (p. N)`` for this chunk."""
         r = self.record
         return format_source(r.document_title, r.chapter_title, r.section_title, r.page)
+
+    @property
+    def passage(self) -> Passage:
+        """This chunk as the conflict detector reads it."""
+        r = self.record
+        return Passage(self.citation_id, str(r.document_id), r.text, self.source)
 
 
 def normalize_query(query: str) -> str:
@@ -112,3 +122,5 @@ class SearchResult:
     chunks: list[RetrievedChunk]
     layer: Layer
     metrics: RetrievalMetrics
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Pairs of the chunks that disagree (both sides are always among ``chunks``)."""

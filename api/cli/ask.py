@@ -17,10 +17,36 @@ from api.cli.common import (
     PersonaOption,
     UserOption,
     err,
+    fail,
     out,
     run_with_services,
     user_name,
 )
+
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Only documents created since: an ISO date or date-time, or 24h, 48h, 7d, 1w, all.",
+    ),
+]
+UntilOption = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        help="Only documents created before: an ISO date (that day included), date-time or age.",
+    ),
+]
+
+
+def _check_window(since: str | None, until: str | None) -> None:
+    """Refuse an unreadable ``--since``/``--until`` with one error line (exit code 2)."""
+    from agent.retrieval.time_window import InvalidTimeWindow, parse_time_window
+
+    try:
+        parse_time_window(since, until)
+    except InvalidTimeWindow as exc:
+        raise fail(f"invalid_time_window: {exc}", 2, highlight=False, soft_wrap=True) from None
 
 
 def _answer_json(state: dict) -> dict:
@@ -38,6 +64,8 @@ def _answer_json(state: dict) -> dict:
         "model_used": state.get("model_used"),
         "tokens_used": state.get("tokens_used", 0),
         "chat_id": state.get("chat_id"),
+        "conflicts": state.get("conflicts") or [],
+        "time_window": state.get("time_window") or None,
     }
 
 
@@ -79,13 +107,24 @@ def ask(
     book: BookOption = None,
     persona: PersonaOption = None,
     as_json: JsonOption = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Ask one question about your documents; the answer streams, with citations."""
     from graphs.chat import graph, wait_for_background
     from graphs.context import Context
 
+    _check_window(since, until)
+
     async def work(services):
-        context = Context(user=user_name(services, user), chat_id=chat, book=book, persona=persona)
+        context = Context(
+            user=user_name(services, user),
+            chat_id=chat,
+            book=book,
+            persona=persona,
+            since=since,
+            until=until,
+        )
         state, streamed = await _stream_turn(graph, question, context, {}, echo=not as_json)
         if as_json:
             print(json.dumps(_answer_json(state), indent=2, ensure_ascii=False))
@@ -136,18 +175,27 @@ def chat(
     chat_id: Annotated[str | None, typer.Option("--chat", help="Resume this chat.")] = None,
     book: BookOption = None,
     persona: PersonaOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
     from graphs.chat import wait_for_background
     from graphs.checkpoint import close_checkpointer, open_checkpointer
     from graphs.context import Context
 
+    _check_window(since, until)
+
     async def work(services):
         thread = chat_id or str(uuid.uuid4())
         try:
             graph = (await open_checkpointer(services)).chat_graph
             context = Context(
-                user=user_name(services, user), chat_id=thread, book=book, persona=persona
+                user=user_name(services, user),
+                chat_id=thread,
+                book=book,
+                persona=persona,
+                since=since,
+                until=until,
             )
             await _converse(graph, context, thread)
             await wait_for_background(timeout=300)

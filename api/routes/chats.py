@@ -44,10 +44,13 @@ class NewChat(RequestBody):
 
 
 class Ask(RequestBody):
-    """``POST .../ask`` body: the question and optionally one book (document id) in scope."""
+    """``POST .../ask`` body: the question, optionally one book (document id) in scope and a
+    ``since``/``until`` window on the documents' creation time."""
 
     question: Text
     book_id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
+    since: Annotated[str, StringConstraints(strip_whitespace=True, max_length=64)] | None = None
+    until: Annotated[str, StringConstraints(strip_whitespace=True, max_length=64)] | None = None
 
 
 class NewCorrection(RequestBody):
@@ -93,6 +96,8 @@ async def _turn(services: Services, user: User, body: Ask, chat_id: uuid.UUID | 
         question=body.question,
         book=body.book_id,
         new_chat=chat_id is None,
+        since=body.since,
+        until=body.until,
     )
     await check_turn(services, turn)
     return turn

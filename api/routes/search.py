@@ -11,7 +11,7 @@ from pydantic import Field, StringConstraints
 from agent.db.scope import SearchScope
 from agent.retrieval.knowledge import knowledge_response, knowledge_search
 from agent.retrieval.search import SearchOptions
-from api.deps import RequestBody, ServicesDep, UserDep
+from api.deps import RequestBody, ServicesDep, UserDep, time_window
 
 router = APIRouter(tags=["search"])
 
@@ -27,21 +27,28 @@ class SearchRequest(RequestBody):
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     expand: bool = False
     rerank: bool = False
+    since: Annotated[str, StringConstraints(strip_whitespace=True, max_length=64)] | None = None
+    """Only documents created since (ISO date or date-time, 24h, 48h, 7d, 1w or all)."""
+    until: Annotated[str, StringConstraints(strip_whitespace=True, max_length=64)] | None = None
+    """Only documents created before (ISO date: that whole day included, or an age)."""
 
 
 @router.post("/search")
 async def search(body: SearchRequest, services: ServicesDep, user: UserDep) -> dict:
     """Search the user's own and shared documents: ``{answerHints, citations, searchMetadata}``.
 
-    The scope is always the authenticated user; ``corpus`` and ``document_ids`` only narrow
-    it (ids of documents the user cannot read simply match nothing).
+    The scope is always the authenticated user; ``corpus``, ``document_ids`` and the
+    ``since``/``until`` window only narrow it (ids of documents the user cannot read simply
+    match nothing). An unreadable window: 422 ``invalid_time_window``.
     """
     settings = services.settings
+    window = time_window(body.since, body.until)
     scope = SearchScope(
         user_id=user.id,
         document_ids=tuple(body.document_ids) if body.document_ids is not None else None,
         corpus=body.corpus,
     )
+    scope = window.narrow(scope)
     options = SearchOptions(
         k=body.k or settings.top_k_specific,
         mode=body.mode,
@@ -51,4 +58,6 @@ async def search(body: SearchRequest, services: ServicesDep, user: UserDep) -> d
         query_type="knowledge_search",
     )
     found = await knowledge_search(services, scope, body.query, options)
-    return knowledge_response(found, settings.snippet_chars)
+    response = knowledge_response(found, settings.snippet_chars)
+    response["searchMetadata"]["timeWindow"] = window.as_dict() if window.is_set else None
+    return response

@@ -1,0 +1,104 @@
+"""Conflicting passages in an answer (seeds 000 and 002): the model is told which passages
+disagree, and an answer that does not give both sides with their citations gets a
+deterministic "Conflict detected" section listing each version with its ``#chk_`` id and
+asking which source to trust.
+
+Conflicts are the JSON form of :class:`agent.retrieval.conflicts.Conflict` (``first``,
+``second``, ``kind``, values, sentences, sources), as kept in the turn's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from agent import prompts
+from agent.chat.answering import Answer
+from agent.retrieval.citations import cited_ids, unique
+from agent.retrieval.conflicts import Passage, find_conflicts
+
+
+def passages(retrieved: Iterable[dict]) -> list[Passage]:
+    """Citation payloads (``chunk_payload``) as passages for the conflict detector."""
+    return [
+        Passage(c["id"], str(c.get("document_id") or ""), c.get("text") or "", c.get("source", ""))
+        for c in retrieved
+        if str(c.get("id", "")).startswith("#chk_")
+    ]
+
+
+def detect(retrieved: Iterable[dict]) -> list[dict]:
+    """The conflicts among citation payloads, JSON-ready."""
+    return [c.as_dict() for c in find_conflicts(passages(retrieved))]
+
+
+def shown(conflicts: Sequence[dict] | None, retrieved: Iterable[dict]) -> list[dict]:
+    """The conflicts whose two sides are both among ``retrieved`` (the answer's context)."""
+    ids = {c["id"] for c in retrieved}
+    return [c for c in conflicts or () if c["first"] in ids and c["second"] in ids]
+
+
+def conflict_note(conflicts: Sequence[dict]) -> str:
+    """What the model is told after the passages: which ones disagree, on what."""
+    if not conflicts:
+        return ""
+    pairs = "\n".join(
+        prompts.CONFLICT_PAIR.format(
+            first=c["first"],
+            first_value=c["first_value"],
+            second=c["second"],
+            second_value=c["second_value"],
+        )
+        for c in conflicts
+    )
+    return prompts.CONFLICT_NOTE.format(pairs=pairs)
+
+
+def _label(source: str, citation: str) -> str:
+    return f"{source} ({citation})" if source else citation
+
+
+def conflict_section(conflicts: Sequence[dict]) -> str:
+    """The deterministic section: each version with its id, then which source to trust."""
+    lines = [prompts.CONFLICT_HEADING]
+    for c in conflicts:
+        lines.append(f'- {_label(c["first_source"], c["first"])}: "{c["first_sentence"]}"')
+        lines.append(f'- {_label(c["second_source"], c["second"])}: "{c["second_sentence"]}"')
+    lines.append(trust_question(conflicts))
+    return "\n".join(lines)
+
+
+def trust_question(conflicts: Sequence[dict]) -> str:
+    """The question asking which source of each conflict to trust."""
+    return " ".join(
+        prompts.CONFLICT_QUESTION.format(
+            first_value=c["first_value"],
+            second_value=c["second_value"],
+            first=_label(c["first_source"], c["first"]),
+            second=_label(c["second_source"], c["second"]),
+        )
+        for c in conflicts
+    )
+
+
+def show_conflicts(answer: Answer, conflicts: Sequence[dict], retrieved: list[dict]) -> Answer:
+    """``answer`` giving both sides of every conflict in its context with their citations
+    and asking which source to trust: what the model left out is added as a section."""
+    conflicts = shown(conflicts, retrieved)
+    if not conflicts:
+        return answer
+    cited = set(cited_ids(answer.text))
+    missing = [c for c in conflicts if not {c["first"], c["second"]} <= cited]
+    if missing:
+        answer.text = f"{answer.text.rstrip()}\n\n{conflict_section(missing)}"
+    elif "trust" not in answer.text.lower():
+        answer.text = f"{answer.text.rstrip()}\n\n{trust_question(conflicts)}"
+    have = {c["id"] for c in answer.citations}
+    by_id = {c["id"]: c for c in retrieved}
+    added = [
+        {k: v for k, v in by_id[cid].items() if k != "context_text"}
+        for cid in cited_ids(answer.text)
+        if cid in by_id and cid not in have
+    ]
+    answer.citations = [*answer.citations, *added]
+    answer.sources = unique([*answer.sources, *(c["source"] for c in added)])
+    return answer

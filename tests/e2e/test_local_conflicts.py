@@ -1,0 +1,94 @@
+"""Five planted conflicts on the real packaged local model (slow: run sparingly).
+
+Five pairs of small documents disagree on a date, a number, a name, a place and a yes/no
+fact. Each question must be answered with both versions, both cited by their ``#chk_`` ids,
+and a question asking which source to trust.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from agent.ingest.pipeline import ingest_bytes
+from agent.retrieval.citations import cited_ids
+from graphs.chat import graph
+from graphs.context import Context
+
+pytestmark = pytest.mark.local_model
+
+# kind, question, (first text, second text), (first value, second value)
+PLANTED = [
+    (
+        "date",
+        "On what date is the Wrenfield lantern festival held?",
+        (
+            "The Wrenfield lantern festival is held on 12 June every year.",
+            "The Wrenfield lantern festival is held on 19 July every year.",
+        ),
+        ("12 June", "19 July"),
+    ),
+    (
+        "number",
+        "How long is the Corran viaduct?",
+        (
+            "The Corran viaduct is 450 metres long and carries two railway tracks.",
+            "The Corran viaduct is 520 metres long and carries two railway tracks.",
+        ),
+        ("450", "520"),
+    ),
+    (
+        "name",
+        "Who designed the Skerry Point lighthouse?",
+        (
+            "The Skerry Point lighthouse was designed by the engineer Robert Stevenson.",
+            "The Skerry Point lighthouse was designed by the engineer Thomas Telford.",
+        ),
+        ("Stevenson", "Telford"),
+    ),
+    (
+        "place",
+        "Where was the Harbour Treaty signed?",
+        (
+            "The Harbour Treaty was signed in Vienna by the two trading guilds.",
+            "The Harbour Treaty was signed in Geneva by the two trading guilds.",
+        ),
+        ("Vienna", "Geneva"),
+    ),
+    (
+        "yes/no",
+        "Does the Kestrel Bay ferry run on Sundays?",
+        (
+            "The Kestrel Bay ferry runs on Sundays during the summer season.",
+            "The Kestrel Bay ferry does not run on Sundays during the summer season.",
+        ),
+        ("run", "not"),
+    ),
+]
+
+
+async def test_the_local_model_shows_both_sides_of_five_conflicts(services, new_user):
+    user = await new_user("local-conflicts")
+    for i, (_, _, texts, _) in enumerate(PLANTED):
+        for side, body in zip("ab", texts, strict=True):
+            await ingest_bytes(services, user.id, body.encode(), f"pair{i}-{side}.txt")
+    failures = []
+    for kind, question, _, values in PLANTED:
+        state = await graph.ainvoke(
+            {"messages": [HumanMessage(question)]},
+            context=Context(user=user.name, chat_model="local"),
+        )
+        answer = state["answer"]
+        conflicts = state["conflicts"]
+        sides = {cid for c in conflicts for cid in (c["first"], c["second"])}
+        checks = {
+            "a conflict detected": bool(conflicts),
+            "both sides cited": bool(sides) and sides <= set(cited_ids(answer)),
+            "both values given": all(v.lower() in answer.lower() for v in values),
+            "asks which to trust": "trust" in answer.lower() and "?" in answer,
+            "the model answered": state["model_used"].startswith(("investigator", "deep")),
+        }
+        failed = [name for name, ok in checks.items() if not ok]
+        if failed:
+            failures.append(f"{kind}: {failed}\n{answer}")
+    assert not failures, "\n\n".join(failures)

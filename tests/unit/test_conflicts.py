@@ -1,0 +1,251 @@
+"""The conflict detector (passages of different documents that disagree), the choice that
+keeps both sides of a conflict, the context budget that never drops one, and the answer
+section that shows both versions and asks which source to trust."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from agent.chat.answering import Answer
+from agent.chat.conflicts import conflict_note, detect, show_conflicts
+from agent.db.chunks import ChunkRecord
+from agent.retrieval.citations import cited_ids
+from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
+from agent.retrieval.context import build_context
+from agent.retrieval.types import RetrievedChunk, chunk_payload
+
+PLANTED = [
+    (
+        "year",
+        "The harbour bridge opened in 1921 after six years of work.",
+        "Records show the harbour bridge opened in 1932, not earlier.",
+        ("1921", "1932"),
+    ),
+    (
+        "date",
+        "The lantern festival is held on 12 June every year.",
+        "The lantern festival is held on July 19th every year.",
+        ("12 June", "July 19th"),
+    ),
+    (
+        "number",
+        "The old viaduct is 450 metres long and carries two tracks.",
+        "At 520 metres long, the old viaduct carries two tracks.",
+        ("450", "520"),
+    ),
+    (
+        "name",
+        "The Bell Rock lighthouse was designed by Robert Stevenson.",
+        "The Bell Rock lighthouse was designed by Thomas Telford.",
+        ("Robert Stevenson", "Thomas Telford"),
+    ),
+    (
+        "name",
+        "The peace conference of 1815 took place in Vienna.",
+        "The peace conference of 1815 took place in Geneva.",
+        ("Vienna", "Geneva"),
+    ),
+    (
+        "negation",
+        "The Kestrel Bay ferry runs on Sundays.",
+        "The Kestrel Bay ferry does not run on Sundays.",
+        ("yes", "no"),
+    ),
+    (
+        "number",
+        "Marguerite feeds seventeen herring gulls every dawn.",
+        "Every dawn Marguerite feeds 12 herring gulls from the gallery.",
+        ("seventeen", "12"),
+    ),
+]
+
+
+def _pair(first: str, second: str, same_document: bool = False) -> list[Passage]:
+    return [
+        Passage("#chk_aaaaaaaa", "doc-a", first, "a.txt"),
+        Passage("#chk_bbbbbbbb", "doc-a" if same_document else "doc-b", second, "b.txt"),
+    ]
+
+
+@pytest.mark.parametrize(("kind", "first", "second", "values"), PLANTED)
+def test_finds_the_planted_conflict(kind, first, second, values):
+    [conflict] = find_conflicts(_pair(first, second))
+    assert conflict.kind == kind
+    assert (conflict.first_value, conflict.second_value) == values
+    assert conflict.ids == ("#chk_aaaaaaaa", "#chk_bbbbbbbb")
+    assert conflict.first_sentence == first and conflict.second_sentence == second
+    assert conflict.first_source == "a.txt"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # the same facts, worded differently or with a detail more on one side
+        (
+            "The harbour bridge opened in 1921.",
+            "In 1921, after six years, the harbour bridge opened.",
+        ),
+        ("The castle has a moat.", "The castle has a deep moat and two towers."),
+        # different subjects that happen to carry different numbers or names
+        ("The bakery sells rye bread on market days.", "The harbour bridge opened in 1932."),
+        (
+            "Alice said to the Hatter that she was late.",
+            "Alice said to the Queen that she liked croquet.",
+        ),
+        ("Chapter 3 is about gardening in spring.", "Chapter 7 describes a storm at sea."),
+        # numbers that name things (chapter 3, chapter 7) are not values that disagree
+        ("Chapter 3 of the manual covers the lamp.", "Chapter 7 of the manual covers the lamp."),
+    ],
+)
+def test_agreeing_or_unrelated_passages_are_not_conflicts(first, second):
+    assert find_conflicts(_pair(first, second)) == []
+
+
+def test_passages_of_one_document_are_never_a_conflict():
+    first, second = PLANTED[0][1], PLANTED[0][2]
+    assert find_conflicts(_pair(first, second, same_document=True)) == []
+
+
+def test_the_disagreeing_sentences_are_found_inside_longer_passages():
+    first = (
+        "The town grew quickly in the nineteenth century. "
+        "The harbour bridge opened in 1921 after six years of work. "
+        "Ferries stopped running soon after."
+    )
+    second = (
+        "Local records are patchy. Records show the harbour bridge opened in 1932, not "
+        "earlier. The toll was abolished in 1950."
+    )
+    [conflict] = find_conflicts(_pair(first, second))
+    assert (conflict.first_value, conflict.second_value) == ("1921", "1932")
+    assert "1921" in conflict.first_sentence and "toll" not in conflict.second_sentence
+
+
+FILLERS = [
+    "Gulls nest on the cliffs above the harbour.",
+    "The bakery sells rye bread on market days.",
+    "Apple trees in the orchard bloom in spring.",
+    "A badger raids the lowest hive every October.",
+]
+
+
+def _items(n: int) -> list[Passage]:
+    return [Passage(f"#chk_{i:08x}", f"doc-{i}", FILLERS[i]) for i in range(n)]
+
+
+def test_keep_both_sides_brings_back_the_dropped_partner_and_trims_others_first():
+    a = Passage("#chk_000000aa", "doc-a", PLANTED[0][1])
+    b = Passage("#chk_000000bb", "doc-b", PLANTED[0][2])
+    others = _items(4)
+    chosen = [a, *others[:3]]  # diversity chose a and three others, not b
+    pool = [a, *others, b]
+    kept, conflicts = keep_both_sides(chosen, pool, 4, lambda p: p)
+    assert [c.ids for c in conflicts] == [(a.citation_id, b.citation_id)]
+    assert len(kept) == 4 and a in kept and b in kept
+    assert kept == [a, others[0], others[1], b]  # the lowest-ranked other made room
+    # without a conflict the chosen stay as they were
+    assert keep_both_sides(others[:3], others, 3, lambda p: p) == (others[:3], [])
+
+
+def test_keep_both_sides_keeps_a_pair_even_when_k_is_one():
+    a = Passage("#chk_000000aa", "doc-a", PLANTED[3][1])
+    b = Passage("#chk_000000bb", "doc-b", PLANTED[3][2])
+    kept, conflicts = keep_both_sides([a], [a, *_items(2), b], 1, lambda p: p)
+    assert kept == [a, b] and len(conflicts) == 1
+
+
+def _chunk(text: str, title: str) -> RetrievedChunk:
+    record = ChunkRecord(
+        id=uuid.uuid4(),
+        document_id=uuid.uuid4(),
+        parent_id=None,
+        chunk_index=0,
+        text=text,
+        chapter_title=None,
+        section_title=None,
+        page=None,
+        document_title=title,
+        author=None,
+        file_type="txt",
+        doc_type="USER",
+        owner_id=uuid.uuid4(),
+        document_created_at=datetime.now(UTC),
+        parent_text=None,
+        tags=[],
+        has_embedding=True,
+    )
+    from agent.retrieval.citations import citation_id
+
+    return RetrievedChunk(record, citation_id(record.id), 1.0, 0.8, None)
+
+
+def _filler(i: int) -> str:
+    """About 300 characters of sentences that share no words with anything else."""
+    return " ".join(
+        f"Note n{i}s{j} " + " ".join(f"w{i}x{j}x{m}" for m in range(6)) + "." for j in range(5)
+    )
+
+
+def test_the_context_budget_never_drops_a_kept_side_and_trims_the_others_first():
+    yes = _chunk("The Kestrel Bay ferry runs on Sundays. " + _filler(90), "timetable")
+    fillers = [_chunk(_filler(i), f"f{i}") for i in range(4)]
+    no = _chunk("The Kestrel Bay ferry does not run on Sundays. " + _filler(91), "notice")
+    chunks = [yes, *fillers, no]
+    budget = 2 * len(yes.record.text) + 100  # room for about two blocks
+    plain = build_context(chunks, budget, 400)
+    assert no.citation_id not in plain.chunk_map  # the budget ran out before it
+    sides = {yes.citation_id, no.citation_id}
+    kept = build_context(chunks, budget, 400, keep=sides)
+    assert set(kept.chunk_map) == sides and "does not run" in kept.text
+
+
+def test_the_sentence_dedupe_never_drops_a_kept_side():
+    open_ = _chunk("The museum is open on Mondays.", "guide")
+    closed = _chunk("The museum is not open on Mondays.", "notice")
+    sides = {open_.citation_id, closed.citation_id}
+    [conflict] = find_conflicts([open_.passage, closed.passage])
+    assert set(conflict.ids) == sides and conflict.kind == "negation"
+    # a negation is a near-repeat (Jaccard 6/7) that the dedupe would drop
+    plain = build_context([open_, closed], 8000, 400, overlap=0.8)
+    assert "not open" not in plain.text
+    kept = build_context([open_, closed], 8000, 400, overlap=0.8, keep=sides)
+    assert "not open" in kept.text and set(kept.chunk_map) == sides
+
+
+def test_the_answer_shows_both_sides_and_asks_which_source_to_trust():
+    yes = _chunk("The Kestrel Bay ferry runs on Sundays.", "timetable")
+    no = _chunk("The Kestrel Bay ferry does not run on Sundays.", "notice")
+    retrieved = [chunk_payload(c) for c in (yes, no)]
+    conflicts = detect(retrieved)
+    assert [(c["first"], c["second"], c["kind"]) for c in conflicts] == [
+        (yes.citation_id, no.citation_id, "negation")
+    ]
+    assert yes.citation_id in conflict_note(conflicts) and "which source" in conflict_note(
+        conflicts
+    )
+    one_side = Answer(
+        text=f"The ferry runs on Sundays {yes.citation_id}.",
+        route="hybrid",
+        model_used="x",
+        citations=[retrieved[0]],
+        sources=[retrieved[0]["source"]],
+    )
+    shown = show_conflicts(one_side, conflicts, retrieved)
+    assert "Conflict detected" in shown.text and "Which source should I trust" in shown.text
+    assert set(cited_ids(shown.text)) == {yes.citation_id, no.citation_id}
+    assert [c["id"] for c in shown.citations] == [yes.citation_id, no.citation_id]
+    assert "notice" in shown.sources[-1]
+    # both sides cited and the question asked: nothing is added
+    both = f"{yes.citation_id} says yes, {no.citation_id} says no. Which source do you trust?"
+    answer = Answer(text=both, route="hybrid", model_used="x")
+    assert show_conflicts(answer, conflicts, retrieved).text == both
+    # both cited but no question: only the question is added
+    answer = Answer(text=f"Yes {yes.citation_id}, no {no.citation_id}.", route="h", model_used="x")
+    asked = show_conflicts(answer, conflicts, retrieved).text
+    assert asked.endswith("?") and "Conflict detected" not in asked
+    # a conflict whose other side is not in the context is not shown
+    alone = Answer(text="Ferry.", route="h", model_used="x")
+    assert show_conflicts(alone, conflicts, retrieved[:1]).text == "Ferry."
