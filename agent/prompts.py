@@ -233,6 +233,11 @@ NOT_COVERED = (
     "{general}"
 )
 
+NOT_COVERED_NO_WEB = (
+    "Your documents don't seem to cover this: the closest passages I found are not about it, "
+    "and it needs outside or current information. " + WEB_NOT_CONFIGURED
+)
+
 NOT_COVERED_SYSTEM = """You are {name}, an assistant for the user's documents. The user's documents do not cover the question.
 Reply in two or three sentences from general knowledge, and say clearly that the answer does not come from their documents. If you are not sure, say so."""
 

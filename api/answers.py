@@ -100,6 +100,8 @@ def answer_body(state: dict) -> dict:
     return {
         "answer": state.get("answer", ""),
         "route": state.get("route"),
+        "route_reason": state.get("route_reason"),
+        "routing": state.get("routing") or None,
         "model_used": state.get("model_used"),
         "citations": state.get("citations") or [],
         "sources": state.get("sources") or [],
@@ -283,7 +285,15 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
                 "conflicts": body["conflicts"],
             },
         )
-        yield "route", {"route": body["route"], "model_used": body["model_used"]}
+        yield (
+            "route",
+            {
+                "route": body["route"],
+                "model_used": body["model_used"],
+                "reason": body["route_reason"],
+                "routing": body["routing"],
+            },
+        )
         yield "usage", body["usage"]
         yield (
             "done",
@@ -291,6 +301,7 @@ async def answer_events(services: Services, turn: Turn) -> AsyncIterator[tuple[s
                 "chat_id": body["chat_id"],
                 "message_id": body["message_id"],
                 "answer": body["answer"],
+                "routing": body["routing"],
             },
         )
 

@@ -36,6 +36,16 @@ class ChatState(InputState, total=False):
     search_query: str
     """The question made standalone for retrieval (follow-ups)."""
     route: str
+    route_reason: str
+    """Why the turn took its route (a short sentence: the page, ``--json``, Studio)."""
+    search_mode: str
+    """Retrieval settings of Path A/C: ``specific``, ``general`` (broad questions) or
+    ``deep``; empty for paths that search no passages."""
+    web_plan: str
+    """What the turn may do with the web (:attr:`agent.chat.routing.RouteChoice.web`)."""
+    routing: dict
+    """The route, its reason, the search mode and the answer's confidence, as saved with the
+    answer (``retrieval_metrics["routing"]``)."""
     context: str
     retrieved: list[dict]
     chunk_map: dict[str, str]
@@ -71,6 +81,8 @@ class OutputState(TypedDict, total=False):
     messages: list[AnyMessage]
     answer: str
     route: str
+    route_reason: str
+    routing: dict
     citations: list[dict]
     sources: list[str]
     chunk_map: dict[str, str]

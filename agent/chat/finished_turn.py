@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.chat.answering import Answer
+from agent.chat.route_record import routing_record
 from agent.chat.turn_log import TurnError, save_failed_question, save_turn
 from agent.memory.conversation import is_extractive, update_summary
 from agent.memory.previous_discussion import remember_turn
@@ -52,15 +53,18 @@ async def wait_for_background(timeout: float | None = None) -> int:
     return len(pending)
 
 
-def _metrics_with_tools(state: Mapping[str, Any]) -> dict | None:
-    metrics = state.get("retrieval") or None
+def _metrics_with_tools(state: Mapping[str, Any]) -> dict:
+    """The retrieval's metrics, the tool calls, and the route record under ``routing``."""
+    metrics = dict(state.get("retrieval") or {})
     if state.get("tool_log"):
-        return {**(metrics or {}), "tools": state["tool_log"]}
+        metrics["tools"] = state["tool_log"]
+    metrics["routing"] = routing_record(state)
     return metrics
 
 
 def turn_answer(state: Mapping[str, Any]) -> Answer:
-    """The turn's answer as it is saved (with the retrieval metrics and the tool calls)."""
+    """The turn's answer as it is saved (with the retrieval metrics, the tool calls and the
+    route record)."""
     return Answer(
         text=state["answer"],
         route=state["route"],

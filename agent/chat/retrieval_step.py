@@ -40,12 +40,26 @@ async def _nothing() -> list:
     return []
 
 
-def _search_options(settings: Settings, spec: str, deep: bool, top_k: int | None) -> SearchOptions:
-    """Path C searches deeper and with its own threshold; ``top_k`` overrides the count."""
+def search_mode(state: Mapping[str, Any]) -> str:
+    """The turn's retrieval settings: ``deep`` (Path C), ``general`` (broad questions) or
+    ``specific``."""
+    if state["route"] == "deep_reasoning":
+        return "deep"
+    return "general" if state.get("search_mode") == "general" else "specific"
+
+
+def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None) -> SearchOptions:
+    """Path C searches deeper, broad questions wider (more passages, a lower threshold,
+    across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
+    for the CPU model); each with its own threshold. ``top_k`` overrides the count."""
+    k, threshold = {
+        "deep": (settings.top_k_deep, settings.threshold_deep),
+        "general": (settings.top_k_general, settings.threshold_general),
+    }.get(mode, (settings.top_k(spec), settings.threshold_specific))
     return SearchOptions(
-        k=top_k or (settings.top_k_deep if deep else settings.top_k(spec)),
-        threshold=settings.threshold_deep if deep else settings.threshold_specific,
-        query_type="deep" if deep else "specific",
+        k=top_k or k,
+        threshold=threshold,
+        query_type=mode,
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
     )
@@ -86,7 +100,7 @@ async def retrieve_context(
     ``model`` (named by ``spec``) makes a follow-up standalone and expands the query;
     ``top_k`` overrides the number of passages."""
     settings = services.settings
-    deep = state["route"] == "deep_reasoning"
+    mode = search_mode(state)
     memory = _chat_memory(state)
     query = await standalone_question(model, state["question"], memory)
     chat_id = uuid.UUID(state["chat_id"])
@@ -98,7 +112,7 @@ async def retrieve_context(
             services,
             scope,
             query,
-            _search_options(settings, spec, deep, top_k),
+            _search_options(settings, spec, mode, top_k),
             max_chars=settings.context_budget(spec),
             model=model,
             query_vector=vector,
@@ -132,6 +146,7 @@ async def retrieve_context(
         "discussion": previous_discussion_block(past),
         "relevant": relevant or bool(asked),
         "retrieval": metrics,
+        "search_mode": mode,
         "context": "\n\n".join(p for p in (question_context(asked), found.context.text) if p),
         "retrieved": _payloads(settings, asked, found),
     }

@@ -13,6 +13,7 @@ from api.cli.ask import ask, chat
 from api.cli.bench import bench_app
 from api.cli.docs import docs_app, summarize
 from api.cli.eval import eval_app
+from api.cli.eval_routing import eval_routing
 from api.cli.ingest import ingest
 from api.cli.serve import init, serve
 from api.cli.users import users_app
@@ -28,5 +29,6 @@ app.command()(summarize)
 app.command()(ask)
 app.command()(chat)
 app.add_typer(bench_app, name="bench")
+eval_app.command("routing")(eval_routing)
 app.add_typer(eval_app, name="eval")
 app.command()(serve)

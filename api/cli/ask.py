@@ -53,6 +53,8 @@ def _answer_json(state: dict) -> dict:
     return {
         "answer": state.get("answer", ""),
         "route": state.get("route"),
+        "route_reason": state.get("route_reason"),
+        "routing": state.get("routing") or None,
         "citations": [
             {
                 k: c.get(k)
@@ -98,6 +100,14 @@ def _print_footer(state: dict, streamed: str) -> None:
     out.print(
         f"[dim]route: {state.get('route')} · model: {state.get('model_used')} · tokens: {state.get('tokens_used', 0)}[/dim]"
     )
+    routing = state.get("routing") or {}
+    if routing:
+        out.print(
+            f"why: {routing.get('reason')} · confidence: {routing.get('confidence')}",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
 
 
 def ask(

@@ -139,6 +139,7 @@ async def messages(chat_id: str, services: ServicesDep, user: UserDep) -> dict:
                 "role": m.role,
                 "content": m.content,
                 "route": m.route,
+                "routing": m.routing,
                 "model_used": m.model_used,
                 "citations": m.citations or [],
                 "sources": m.sources or [],

@@ -440,6 +440,7 @@ async function openChat(id) {
         view.text = m.content || "";
         view.messageId = m.id;
         view.route = m.route;
+        view.routing = m.routing || null;
         view.model = m.model_used;
         view.tokens = m.tokens_used;
         view.sources = m.sources || [];
@@ -504,6 +505,7 @@ function createAnswer() {
     text: "",
     messageId: null,
     route: null,
+    routing: null,
     model: null,
     tokens: null,
     sources: [],
@@ -569,15 +571,30 @@ function finishAnswer(view, final = true) {
   renderAnswerMeta(view);
 }
 
+const CONFIDENCE_HELP =
+  "high: passages well above the relevance threshold (or the stored book summary); " +
+  "medium: passages just above it, a fallback, or web results; low: the documents do not " +
+  "cover it; n/a: fixed replies and small talk";
+
 function renderAnswerMeta(view) {
   const parts = [];
   if (view.route) {
     const facts = [
       el("span", { class: "route", dataset: { route: view.route } }, `Route: ${routeLabel(view.route)}`),
     ];
+    const confidence = view.routing && view.routing.confidence;
+    if (confidence) {
+      facts.push(
+        el("span", { class: "confidence", dataset: { confidence }, title: CONFIDENCE_HELP }, `Confidence: ${confidence}`)
+      );
+    }
     if (view.model) facts.push(el("span", { class: "muted", text: `model ${view.model}` }));
     if (view.tokens) facts.push(el("span", { class: "muted", text: `${view.tokens} tokens` }));
     parts.push(el("div", { class: "facts small" }, facts));
+    if (view.routing && view.routing.reason) {
+      const mode = view.routing.mode ? ` (${view.routing.mode} search)` : "";
+      parts.push(el("p", { class: "route-reason small muted", text: `Why: ${view.routing.reason}${mode}` }));
+    }
   }
   const cited = citedIds(view.text);
   const sources = view.sources && view.sources.length ? view.sources : [];
@@ -684,6 +701,10 @@ async function syncWithSaved(view, chatId) {
       view.sources = saved.sources;
       changed = true;
     }
+    if (!view.routing && saved.routing) {
+      view.routing = saved.routing;
+      changed = true;
+    }
     if (changed) finishAnswer(view, false);
   } catch {
     /* the streamed text stays */
@@ -742,6 +763,7 @@ async function onAsk(ev) {
             break;
           case "route":
             view.route = data.route;
+            view.routing = data.routing || null;
             view.model = data.model_used;
             break;
           case "usage":

@@ -115,6 +115,7 @@ async def test_ask_in_a_chat_answers_with_resolvable_citations(client, people):
         "message_id",
     }
     assert "seventeen" in body["answer"] and body["route"] == "hybrid"
+    assert body["route_reason"] == body["routing"]["reason"] == "specific question"
     assert body["chat_id"] == chat["id"] and body["usage"]["tokens"] > 0
     cited = cited_ids(body["answer"])
     assert cited and set(cited) <= set(body["chunk_map"])
@@ -129,6 +130,7 @@ async def test_ask_in_a_chat_answers_with_resolvable_citations(client, people):
     assert saved["id"] == body["message_id"] and saved["content"] == body["answer"]
     assert saved["citations"] == body["citations"] and saved["chunk_map"] == body["chunk_map"]
     assert saved["tokens_used"] == body["usage"]["tokens"] and saved["route"] == "hybrid"
+    assert saved["routing"] == body["routing"] and messages[0]["routing"] is None
 
     listed = (await client.get("/api/chats", headers=headers)).json()["chats"]
     assert listed[0]["id"] == chat["id"]  # the most recently active first
@@ -160,10 +162,28 @@ async def test_ask_stream_sends_tokens_then_citations_route_usage_done(client, p
     assert "paraffin" in saved["content"]
     chat_record = (await client.get(f"/api/chats/{chat}", headers=headers)).json()["chat"]
     assert chat_record["title"].startswith("What does the supply boat")  # named after it
-    assert done == {"chat_id": chat, "message_id": saved["id"], "answer": saved["content"]}
+    assert done == {
+        "chat_id": chat,
+        "message_id": saved["id"],
+        "answer": saved["content"],
+        "routing": saved["routing"],
+    }
     assert citations["citations"] == saved["citations"] and citations["chunk_map"]
     assert set(cited_ids(saved["content"])) <= set(citations["chunk_map"])
-    assert route == {"route": saved["route"], "model_used": saved["model_used"]}
+    assert route == {
+        "route": saved["route"],
+        "model_used": saved["model_used"],
+        "reason": "specific question",
+        "routing": saved["routing"],
+    }
+    # why the route was taken, the search settings and how sure the answer is
+    assert saved["routing"] == {
+        "route": "hybrid",
+        "reason": "specific question",
+        "mode": "specific",
+        "confidence": saved["routing"]["confidence"],
+    }
+    assert saved["routing"]["confidence"] in ("high", "medium")
     assert usage == {"tokens": saved["tokens_used"]} and usage["tokens"] > 0
 
 
@@ -180,6 +200,8 @@ async def test_ask_without_a_chat_starts_one(client, people):
     second = events[-1][1]["chat_id"]
     assert "".join(d["text"] for n, d in events if n == "token") == events[-1][1]["answer"]
     assert events[-2][1] == {"tokens": 0} and events[-3][1]["route"] == "direct"
+    assert events[-3][1]["routing"]["confidence"] == "n/a"
+    assert events[-3][1]["reason"] == "name question: a fixed reply"
     chats = {c["id"]: c for c in (await client.get("/api/chats", headers=headers)).json()["chats"]}
     assert first != second and {first, second} <= set(chats)
     assert chats[first]["title"] == GULLS

@@ -120,7 +120,10 @@ async def test_web_search_path(services, new_user, monkeypatch):
     off = await graph.ainvoke(
         _ask("What is the latest news about AI?"), context=Context(user=user.name)
     )
-    assert off["route"] == "web_search" and "SERPAPI_API_KEY" in off["answer"]
+    # no key: the documents first, then a plain "not covered, web search not configured"
+    assert off["route"] == "hybrid" and "SERPAPI_API_KEY" in off["answer"]
+    assert "don't seem to cover" in off["answer"] and off["model_used"] == "no_context_response"
+    assert "not configured" in off["routing"]["reason"]
 
     async def fake_search(query, settings):
         return [
@@ -140,6 +143,9 @@ async def test_web_search_path(services, new_user, monkeypatch):
     )
     assert on["route"] == "web_search" and on["model_used"] == "web_search_extractive"
     assert on["sources"] == ["https://news.example/ai"]
+    # nothing in the (empty) library: the web after the documents missed
+    assert on["routing"]["reason"] == "documents did not cover it and it asks for fresh facts"
+    assert on["retrieval"]["layer"] in ("any_embedded", "any_chunk", "none")
 
 
 async def test_a_correction_reaches_its_user_only(services, new_user, recorder):

@@ -2,7 +2,14 @@
 
 import pytest
 
-from agent.chat.routing import classify_route
+from agent.chat.routing import (
+    asks_for_web,
+    choose_route,
+    classify_route,
+    is_broad,
+    needs_fresh_facts,
+)
+from bench.eval_routing import load_routing_set
 
 ONE_BOOK = [
     # names
@@ -54,12 +61,35 @@ ONE_BOOK = [
     ("When does the tea party happen?", "hybrid"),
     ("Which chapter mentions the Lobster Quadrille?", "hybrid"),
     ("Who wrote the letter to Elizabeth?", "hybrid"),
-    # current events (web search)
-    ("What is the latest news about AI?", "web_search"),
-    ("What's the weather in Paris right now?", "web_search"),
+    # fresh facts and explicit web requests without a web key: the documents, never the web
+    ("What is the latest news about AI?", "hybrid"),
+    ("What's the weather in Paris right now?", "hybrid"),
+    ("Search the web for the population of Lagos", "hybrid"),
+    ("Who won the match this week?", "hybrid"),
+    ("current stock price of Apple", "hybrid"),
+    # traps: document questions with news, weather, scores, "who won", "today", a year
+    ("Who won the Caucus-race?", "hybrid"),
+    ("What was the score of the croquet game?", "hybrid"),
+    ("What news does Jane's letter bring?", "hybrid"),
+    ("Why does Jane ride to Netherfield in bad weather?", "deep_reasoning"),
+    ("Where is Lydia currently living?", "hybrid"),
+    ("For my 2025 book club: who stole the tarts?", "hybrid"),
+]
+
+WITH_WEB_KEY = [
+    # explicit requests take the web path at once
     ("Search the web for the population of Lagos", "web_search"),
-    ("Who won the match this week?", "web_search"),
-    ("current stock price of Apple", "web_search"),
+    ("look it up online: who is the mayor of London?", "web_search"),
+    ("Google the reviews of the latest film", "web_search"),
+    ("Can you search online for Jane Austen's birthplace?", "web_search"),
+    ("Find on the web when Lewis Carroll was born", "web_search"),
+    ("Do a web search for film adaptations", "web_search"),
+    # fresh facts: the documents first (the web only after a miss, see the graph tests)
+    ("What is the latest news about AI?", "hybrid"),
+    ("What's the weather in Paris right now?", "hybrid"),
+    ("Who won the Caucus-race?", "hybrid"),
+    ("What is your name?", "direct"),
+    ("hello", "general"),
 ]
 
 
@@ -75,9 +105,14 @@ def test_summaries_need_a_single_book(message):
     assert classify_route(message, single_book=False) == "hybrid"
 
 
+@pytest.mark.parametrize(("message", "expected"), WITH_WEB_KEY)
+def test_router_table_with_a_web_key(message, expected):
+    assert classify_route(message, single_book=True, web_available=True) == expected
+
+
 def test_table_is_large_enough_and_covers_every_path():
     assert len(ONE_BOOK) >= 40
-    assert {route for _, route in ONE_BOOK} == {
+    assert {route for _, route in ONE_BOOK + WITH_WEB_KEY} == {
         "direct",
         "general",
         "global_summary",
@@ -92,3 +127,97 @@ def test_keywords_come_from_settings():
     assert classify_route("give me the gist", single_book=True, summary_keywords=["gist"]) == (
         "global_summary"
     )
+
+
+def _single(item) -> bool:
+    return len(item.books) == 1
+
+
+ROUTING_SET = load_routing_set()
+RULES_ALONE = [i for i in ROUTING_SET if i.cls != "chapter"]
+"""Chapter requests also need the stored chapter titles: the eval and the chapter tests."""
+
+
+@pytest.mark.parametrize("item", RULES_ALONE, ids=lambda i: f"{i.cls}:{i.message[:40]}")
+def test_routing_set_labels_match_the_rules(item):
+    """The labelled set of ``quire eval routing``: the route chosen before any retrieval,
+    without and with a web key (the graph's own fallbacks are tested in integration)."""
+    chosen = choose_route(item.message, single_book=_single(item))
+    assert chosen.route == item.route
+    if item.mode:
+        assert chosen.mode == item.mode
+    with_web = classify_route(item.message, single_book=_single(item), web_available=True)
+    assert with_web == (item.route_with_web or item.route)
+
+
+def test_traps_stay_on_the_documents_and_say_why():
+    traps = [i for i in ROUTING_SET if i.cls == "trap"]
+    assert len(traps) >= 20
+    for item in traps:
+        for key in (False, True):
+            chosen = choose_route(item.message, single_book=_single(item), web_available=key)
+            assert chosen.route in ("hybrid", "deep_reasoning"), item.message
+            assert "fresh facts" in chosen.reason, (item.message, chosen.reason)
+            assert chosen.web == ("fallback" if key else "unavailable")
+
+
+def test_reasons_modes_and_web_plans():
+    summary = choose_route("Can you summarize this book?", single_book=True)
+    assert (summary.route, summary.reason, summary.mode) == (
+        "global_summary",
+        "summary request for the one book in scope",
+        None,
+    )
+    assert choose_route("Who is Dinah?").reason == "specific question"
+    assert choose_route("Who is Dinah?").mode == "specific"
+    broad = choose_route("Tell me about the Cheshire Cat", single_book=True)
+    assert (broad.route, broad.mode) == ("hybrid", "general") and "broad" in broad.reason
+    many = choose_route("Summarize all my books")
+    assert (many.route, many.mode) == ("hybrid", "general")
+    assert choose_route("Compare Elizabeth and Jane").mode == "deep"
+    explicit = choose_route("search the web for Lagos", web_available=True)
+    assert (explicit.route, explicit.reason, explicit.web) == (
+        "web_search",
+        "explicit web request",
+        "explicit",
+    )
+    no_key = choose_route("search the web for Lagos")
+    assert no_key.route == "hybrid" and no_key.web == "unavailable"
+    assert "web search is not configured" in no_key.reason
+    plain = choose_route("Who is Dinah?", web_available=True)
+    assert plain.web == "" and plain.reason == "specific question"
+    assert choose_route("hello").mode is None and choose_route("hello").web == ""
+
+
+@pytest.mark.parametrize(
+    ("message", "broad"),
+    [
+        ("What themes run through Alice in Wonderland?", True),
+        ("Give me an overview of the Bennet family", True),
+        ("tell me about Mr. Wickham", True),
+        ("Describe the Queen of Hearts", True),
+        ("summarize all my books", True),
+        ("Who is Dinah?", False),
+        ("What does the Caterpillar smoke?", False),
+    ],
+)
+def test_broad_questions(message, broad):
+    assert is_broad(message) is broad
+
+
+@pytest.mark.parametrize(
+    ("message", "explicit", "fresh"),
+    [
+        ("search the web for the score", True, True),
+        ("Google Lewis Carroll", True, False),
+        ("look it up online", True, False),
+        ("Who won the Caucus-race?", False, True),
+        ("What is the weather like at the tea-party?", False, True),
+        ("In 2024, who married Charlotte?", False, True),
+        ("Who is Dinah?", False, False),
+        ("What happened in 1813?", False, False),
+    ],
+)
+def test_web_words(message, explicit, fresh):
+    assert asks_for_web(message) is explicit
+    assert needs_fresh_facts(message) is fresh
