@@ -5,7 +5,8 @@ Each passage is split into sentences; each sentence into its *topic* (content wo
 names it mentions) and its *values*: dates (a month or weekday, with its day), years, other
 numbers (digits or number words), names (runs of capitalised words) and whether it is
 negated. Two sentences of different documents conflict when their topics overlap enough
-(at least two shared terms covering at least 60% of the smaller topic) and either both state
+(at least two shared terms, covering at least 60% of the smaller topic and 40% of the
+larger) and either both state
 a value of the same kind and each has one the other lacks (1921 / 1932, Vienna / Geneva), or
 one is negated and the other is not, with near-identical topics ("has a moat" / "has no
 moat").
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import TypeVar
 
@@ -29,8 +31,14 @@ T = TypeVar("T")
 
 MIN_SHARED = 2
 MIN_COVER = 0.6
+"""Shared topic terms / the smaller topic's terms."""
+MIN_WIDE_COVER = 0.4
+"""Shared topic terms / the larger topic's terms."""
 NEGATION_COVER = 0.75
 
+_ORDINAL = re.compile(r"(st|nd|rd|th)$")
+_POSSESSIVE = re.compile(r"['’]s$")
+_YEAR = re.compile(r"1\d{3}|20\d{2}")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:st|nd|rd|th)?|[A-Za-z][A-Za-z'’-]*")
 
 
@@ -138,7 +146,7 @@ def _number(token: str) -> str | None:
         return _NUMBER_WORDS[low]
     if not token[0].isdigit():
         return None
-    return re.sub(r"(st|nd|rd|th)$", "", low).replace(",", "")
+    return _ORDINAL.sub("", low).replace(",", "")
 
 
 def _dates(tokens: list[str], values: dict[str, dict[str, str]]) -> set[int]:
@@ -163,7 +171,8 @@ def _dates(tokens: list[str], values: dict[str, dict[str, str]]) -> set[int]:
 
 
 def _name_runs(tokens: list[str], used: set[int]) -> list[tuple[int, int]]:
-    """Spans of consecutive capitalised words that are not common words (names)."""
+    """Spans of consecutive capitalised words that are not common words (names); a single
+    capitalised word opening the sentence is not taken for one ("Records show...")."""
     runs: list[tuple[int, int]] = []
     start = None
     for i, token in enumerate([*tokens, ""]):
@@ -172,9 +181,17 @@ def _name_runs(tokens: list[str], used: set[int]) -> list[tuple[int, int]]:
         if is_name and start is None:
             start = i
         elif not is_name and start is not None:
-            runs.append((start, i))
+            if start > 0 or i > 1:
+                runs.append((start, i))
             start = None
     return runs
+
+
+@lru_cache(maxsize=4096)
+def _passage_facts(text: str) -> tuple[_Facts, ...]:
+    """The facts of each sentence of a passage (cached: a search checks the same passages
+    at two stages, and later searches see them again)."""
+    return tuple(_facts(s) for s in split_sentences(" ".join(text.split())))
 
 
 def _facts(sentence: str) -> _Facts:
@@ -183,10 +200,10 @@ def _facts(sentence: str) -> _Facts:
     values: dict[str, dict[str, str]] = {}
     used = _dates(tokens, values)
     for start, end in _name_runs(tokens, used):
-        written = re.sub(r"['’]s$", "", " ".join(tokens[start:end]))
+        written = _POSSESSIVE.sub("", " ".join(tokens[start:end]))
         values.setdefault("name", {})[written.lower()] = written
         used.update(range(start, end))
-    topic: set[str] = {f"@{name}" for name in values.get("name", {})}
+    topic: set[str] = set(values.get("name", {}))  # names are part of what it is about
     negated = False
     for i, token in enumerate(tokens):
         low = token.lower()
@@ -194,78 +211,97 @@ def _facts(sentence: str) -> _Facts:
         if number is not None and i > 0 and tokens[i - 1].lower() in _LABELS:
             topic.add(f"{tokens[i - 1].lower()} {number}")  # "chapter 7" names a thing
         elif number is not None:
-            kind = "year" if re.fullmatch(r"1\d{3}|20\d{2}", number) else "number"
+            kind = "year" if _YEAR.fullmatch(number) else "number"
             values.setdefault(kind, {})[number] = token
         elif low in _NEGATIONS or low.endswith(("n't", "n’t")):
             negated = True
         elif i not in used and low not in _LIGHT and len(low) > 2:
-            topic.add(_stem(re.sub(r"['’]s$", "", low)))
+            topic.add(_stem(_POSSESSIVE.sub("", low)))
     return _Facts(sentence, frozenset(topic), values, negated)
 
 
-def _differing(a: _Facts, b: _Facts, cover: float) -> tuple[str, str, str] | None:
-    """The kind and the two values on which two same-topic sentences differ, if any."""
+def _differing(a: _Facts, b: _Facts, wide: float) -> tuple[str, str, str] | None:
+    """The kind and the two values on which two same-topic sentences differ, if any;
+    ``wide``: the share of the larger topic they have in common (a negation counts only
+    when nearly everything else is the same)."""
     for kind in KINDS:
         mine, theirs = a.values.get(kind, {}), b.values.get(kind, {})
         only_mine = [w for v, w in mine.items() if v not in theirs]
         only_theirs = [w for v, w in theirs.items() if v not in mine]
         if only_mine and only_theirs:
             return kind, ", ".join(only_mine), ", ".join(only_theirs)
-    if a.negated != b.negated and cover >= NEGATION_COVER:
+    if a.negated != b.negated and wide >= NEGATION_COVER:
         return "negation", "no" if a.negated else "yes", "no" if b.negated else "yes"
     return None
 
 
-def _cover(a: _Facts, b: _Facts) -> float:
-    """How much of the smaller topic the two sentences share (0 below ``MIN_SHARED``)."""
-    shared = len(a.topic & b.topic)
-    if shared < MIN_SHARED:
-        return 0.0
-    return shared / min(len(a.topic), len(b.topic))
+def _cover(a: _Facts, b: _Facts, shared: int) -> tuple[float, float]:
+    """How much of the smaller and of the larger topic two sentences sharing ``shared``
+    terms have in common; ``(0, 0)`` when that is too little of the larger one (a short
+    exclamation against a long sentence)."""
+    small, large = sorted((len(a.topic), len(b.topic)))
+    if shared < MIN_SHARED or shared < MIN_WIDE_COVER * large:
+        return 0.0, 0.0
+    return shared / small, shared / large
 
 
-def _conflict(first: Passage, second: Passage, a: list[_Facts], b: list[_Facts]):
-    """The conflict between two passages' sentences with the widest shared topic, if any."""
-    best: tuple[float, Conflict] | None = None
-    for x in a:
-        for y in b:
-            cover = _cover(x, y)
-            if cover < MIN_COVER or (best is not None and cover <= best[0]):
-                continue
-            differing = _differing(x, y, cover)
-            if differing is not None:
-                kind, mine, theirs = differing
-                found = Conflict(
+def _could_differ(a: _Facts, b: _Facts) -> bool:
+    """Whether two sentences state a value of the same kind, or differ in polarity."""
+    return a.negated != b.negated or not a.values.keys().isdisjoint(b.values)
+
+
+def _sentence_pairs(facts: list[_Facts]) -> dict[tuple[int, int], int]:
+    """Pairs of sentences (indices, in order) sharing at least ``MIN_SHARED`` topic terms,
+    with how many they share; found through the terms, not by comparing every pair."""
+    by_term: dict[str, list[int]] = {}
+    for i, fact in enumerate(facts):
+        for term in fact.topic:
+            by_term.setdefault(term, []).append(i)
+    shared: dict[tuple[int, int], int] = {}
+    for ids in by_term.values():
+        for pair in combinations(ids, 2):
+            shared[pair] = shared.get(pair, 0) + 1
+    return {pair: n for pair, n in shared.items() if n >= MIN_SHARED}
+
+
+def find_conflicts(passages: Sequence[Passage]) -> list[Conflict]:
+    """Every pair of passages from different documents that disagree, in passage order
+    (the better-ranked passage first in each pair), each on the sentences with the widest
+    shared topic."""
+    unique = list({p.citation_id: p for p in passages}.values())
+    owner: list[int] = []
+    facts: list[_Facts] = []
+    for i, p in enumerate(unique):
+        for fact in _passage_facts(p.text):
+            owner.append(i)
+            facts.append(fact)
+    best: dict[tuple[int, int], tuple[float, Conflict]] = {}
+    for (x, y), shared in _sentence_pairs(facts).items():
+        first, second = unique[owner[x]], unique[owner[y]]
+        if first.document_id == second.document_id or not _could_differ(facts[x], facts[y]):
+            continue
+        cover, wide = _cover(facts[x], facts[y], shared)
+        key = (owner[x], owner[y])
+        if cover < MIN_COVER or (key in best and cover <= best[key][0]):
+            continue
+        differing = _differing(facts[x], facts[y], wide)
+        if differing is not None:
+            kind, mine, theirs = differing
+            best[key] = (
+                cover,
+                Conflict(
                     first.citation_id,
                     second.citation_id,
                     kind,
                     mine,
                     theirs,
-                    x.sentence,
-                    y.sentence,
+                    facts[x].sentence,
+                    facts[y].sentence,
                     first.source,
                     second.source,
-                )
-                best = (cover, found)
-    return best[1] if best else None
-
-
-def find_conflicts(passages: Sequence[Passage]) -> list[Conflict]:
-    """Every pair of passages from different documents that disagree, in passage order
-    (the better-ranked passage first in each pair)."""
-    unique = list({p.citation_id: p for p in passages}.values())
-    facts = {
-        p.citation_id: [_facts(s) for s in split_sentences(" ".join(p.text.split()))]
-        for p in unique
-    }
-    found = []
-    for first, second in combinations(unique, 2):
-        if first.document_id == second.document_id:
-            continue
-        conflict = _conflict(first, second, facts[first.citation_id], facts[second.citation_id])
-        if conflict is not None:
-            found.append(conflict)
-    return found
+                ),
+            )
+    return [best[key][1] for key in sorted(best)]
 
 
 def keep_both_sides(

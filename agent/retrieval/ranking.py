@@ -206,7 +206,9 @@ def _chosen(
     ]
     chosen = diversify(chunks, found.stored, want, settings) if options.diversify else chunks
     if options.keep_conflicts:  # diversity must not drop one side of a disagreement
-        return keep_both_sides(chosen[:want], chunks, want, lambda c: c.passage)[0]
+        # a near-duplicate partner ranks close to its side: the best 2 * want suffice
+        partners = chunks[: 2 * want]
+        return keep_both_sides(chosen[:want], partners, want, lambda c: c.passage)[0]
     return chosen[:want]
 
 

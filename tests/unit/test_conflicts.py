@@ -4,6 +4,7 @@ section that shows both versions and asks which source to trust."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -16,6 +17,7 @@ from agent.retrieval.citations import cited_ids
 from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
 from agent.retrieval.context import build_context
 from agent.retrieval.types import RetrievedChunk, chunk_payload
+from tests.support.paths import ALICE
 
 PLANTED = [
     (
@@ -249,3 +251,14 @@ def test_the_answer_shows_both_sides_and_asks_which_source_to_trust():
     # a conflict whose other side is not in the context is not shown
     alone = Answer(text="Ferry.", route="h", model_used="x")
     assert show_conflicts(alone, conflicts, retrieved[:1]).text == "Ferry."
+
+
+def test_a_novels_own_paragraphs_are_not_taken_for_conflicts():
+    # dialogue and narration share words and carry names, numbers and negations; taken as
+    # if each paragraph were its own document, they still state nothing that disagrees
+    paragraphs = [p for p in re.split(r"\n\s*\n", ALICE.read_text()) if len(p) > 300]
+    passages = [
+        Passage(f"#chk_{i:08x}", f"doc-{i}", " ".join(p.split())[:650])
+        for i, p in enumerate(paragraphs[:100])
+    ]
+    assert find_conflicts(passages) == []
