@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage
 
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import cited_ids
-from graphs.chat import graph
+from graphs.chat import graph, wait_for_background
 from graphs.context import Context
 
 pytestmark = pytest.mark.local_model
@@ -78,6 +78,7 @@ async def test_the_local_model_shows_both_sides_of_five_conflicts(services, new_
             {"messages": [HumanMessage(question)]},
             context=Context(user=user.name, chat_model="local"),
         )
+        await wait_for_background(timeout=600)  # the chat summary: not beside the next answer
         answer = state["answer"]
         conflicts = state["conflicts"]
         sides = {cid for c in conflicts for cid in (c["first"], c["second"])}

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from agent.db.scope import SearchScope
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import cited_ids
-from agent.retrieval.knowledge import knowledge_search
+from agent.retrieval.knowledge import knowledge_response, knowledge_search
 from agent.retrieval.search import SearchOptions, clear_search_cache
 from graphs.chat import graph
 from graphs.context import Context
@@ -72,6 +72,10 @@ async def test_both_sides_survive_diversity_the_top_k_and_the_budget(services, n
         assert conflict.kind == "year"
         assert {conflict.first_value, conflict.second_value} == {"1921", "1932"}
         assert set(conflict.ids) <= set(found.context.chunk_map)
+    # the search API's shape names them too, and tells a model using it what to do
+    response = knowledge_response(found)
+    assert response["searchMetadata"]["conflicts"] == [conflict.as_dict()]
+    assert "## Conflicts" in response["answerHints"] and conflict.first in response["answerHints"]
 
 
 def _ask(question: str):
