@@ -103,3 +103,49 @@ async def test_search_graph_answers_in_the_knowledge_search_shape(
     assert len(result["citations"]) == 3
     assert set(cited_ids(result["answerHints"])) == {c["id"] for c in result["citations"]}
     assert result["searchMetadata"]["resultsFound"] == 3
+
+
+async def test_the_routing_set_through_the_server(langgraph_server, services):
+    """Every message of ``tests/data/routing.jsonl`` as a run of the served ``chat`` graph
+    with the default setup (extractive model, no web key): at least 95% take the expected
+    route (and mode), every trap does, and each run's output says why."""
+    from agent.library.accounts import resolve_user
+    from bench.eval_answers import ingest_documents
+    from bench.eval_routing import RoutingResult, class_figures, load_routing_set
+
+    items = load_routing_set()
+    paths = list(dict.fromkeys(p for item in items for p in item.books))
+    ids, _ = await ingest_documents(services, "routing-reader", paths)
+    user = await resolve_user(services, "routing-reader")
+    client = get_client(url=langgraph_server, headers=await bearer(services, user))
+    limit = asyncio.Semaphore(4)
+
+    async def run(item) -> RoutingResult:
+        async with limit:
+            result = await client.runs.wait(
+                None,
+                "chat",
+                input={"messages": [{"role": "user", "content": item.message}]},
+                context={"user": user.name, "document_ids": [str(ids[p]) for p in item.books]},
+            )
+        routing = result.get("routing") or {}
+        assert result["route_reason"] == routing.get("reason"), result
+        return RoutingResult(
+            message=item.message,
+            cls=item.cls,
+            expected=item.route,
+            route=result["route"],
+            reason=routing.get("reason") or "",
+            expected_mode=item.mode,
+            mode=routing.get("mode"),
+            confidence=routing.get("confidence"),
+        )
+
+    results = await asyncio.gather(*(run(item) for item in items))
+    figures = {row.cls: row for row in class_figures(list(results))}
+    misses = [(r.message, r.route, r.mode, r.reason) for r in results if not r.correct]
+    assert figures["all"].messages == len(items) >= 80
+    assert figures["all"].accuracy >= 0.95, misses
+    assert figures["trap"].accuracy == 1.0 and figures["trap"].messages >= 20, misses
+    assert all(r.reason and r.confidence for r in results)
+    assert not [r.message for r in results if r.route == "web_search"]

@@ -339,6 +339,13 @@ async def test_ask_streams_cited_answer_preview_panel_and_correction(browser, se
     # route and sources under the answer
     await expect(answer.locator(".route")).to_contain_text("Route:")
     await expect(answer.locator(".sources li").first).to_be_visible()
+    # why that route, the search settings, and how sure the answer is
+    await expect(answer.locator(".route-reason")).to_have_text(
+        "Why: specific question (specific search)"
+    )
+    confidence = await answer.locator(".confidence").get_attribute("data-confidence")
+    assert confidence in ("high", "medium"), confidence
+    await expect(answer.locator(".confidence")).to_have_text(f"Confidence: {confidence}")
 
     # hover: a ~200-character preview of the cited paragraph
     tip = page.locator("#cite-tip")
@@ -395,6 +402,8 @@ async def test_ask_streams_cited_answer_preview_panel_and_correction(browser, se
     history = page.locator(".msg.assistant").last
     await expect(history.locator(f'button.cite[data-ref="{ref}"]').first).to_be_visible()
     await expect(history.locator(".route")).to_contain_text("Route:")
+    await expect(history.locator(".route-reason")).to_contain_text("specific question")
+    await expect(history.locator(".confidence")).to_have_text(f"Confidence: {confidence}")
     assert js_errors == []
     await page.context.close()
 
