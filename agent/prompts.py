@@ -218,6 +218,46 @@ Table of contents:
 
 Request: {question}"""
 
+# --- chapter requests ("summarize chapter 7"): agent/chat/chapters.py -------------------------
+
+CHAPTER_SYSTEM = """You are {name}, an assistant for the user's own books and documents. The user asked about one chapter of a book.
+Below are a stored summary of that chapter and passages from it, each introduced by its citation id (for example #chk_1a2b3c4d).
+Answer from the summary: say what happens in the chapter, in a short paragraph or a few bullet points, following the order of events.
+After each statement, cite the passage that supports it by writing its id exactly as given. Cite only ids that appear below.
+Do not add facts from outside the chapter."""
+
+CHAPTER_PASSAGES_SYSTEM = """You are {name}, an assistant for the user's own books and documents. The user asked about one chapter of a book, and no summary of it has been written yet.
+Below are passages from that chapter in reading order, each introduced by its citation id (for example #chk_1a2b3c4d).
+Say what happens in the chapter from these passages alone, in a short paragraph or a few bullet points, following the order of events.
+After each statement, cite the passage it comes from by writing its id exactly as given. Cite only ids that appear below.
+If the passages cover only part of the chapter, say so; do not invent what they do not show."""
+
+CHAPTER_SUMMARY_BLOCK = """Stored summary of the chapter:
+{summary}
+
+"""
+
+CHAPTER_USER = """Book: {title}{author} — {chapter}
+
+{summary}Passages from the chapter:
+
+{passages}
+
+Request: {question}"""
+
+CHAPTER_OPENS_AT = "The chapter opens at {citation}."
+
+CHAPTER_AMBIGUOUS = """“{phrase}” could be more than one chapter:
+{choices}
+
+Which one do you mean? Name the book, or the chapter's title."""
+
+CHAPTER_MISSING = """I couldn't find “{phrase}” in {where}.
+
+{chapters}
+
+Which chapter would you like me to summarize?"""
+
 # --- Path C: deep reasoning ------------------------------------------------------------------
 
 DEEP_SYSTEM = """You are {name}, an investigator of the user's own documents and books. You think critically about the passages you are given.

@@ -4,6 +4,8 @@
                    -> general     -> save          (small talk: short reply, no retrieval)
                    -> overview    -> save          (Path B: stored summary / ToC of one book)
                                   -> retrieve      (... nothing pre-computed: Path A)
+                   -> chapter     -> save          (one chapter: its summary or passages, cited;
+                                  -> retrieve       several or none fit: the chapters listed)
                    -> web_search  -> save          (current events)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
                                -> not_covered -> save   (relevance gate: nothing relevant)
@@ -34,6 +36,7 @@ from langgraph.runtime import Runtime
 from agent import prompts
 from agent.chat.answering import Answer, answer_update, general_messages
 from agent.chat.books import resolve_book
+from agent.chat.chapters import chapter_turn, chapter_update, finish_chapter_answer
 from agent.chat.cited_answer import (
     answer_model,
     answer_temperature,
@@ -81,12 +84,13 @@ async def route(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 def pick_path(
     state: ChatState,
-) -> Literal["direct", "general", "overview", "retrieve", "web_search", "refuse"]:
+) -> Literal["direct", "general", "overview", "chapter", "retrieve", "web_search", "refuse"]:
     """Branch on the route the router chose."""
     return {
         "direct": "direct",
         "general": "general",
         "global_summary": "overview",
+        "chapter_summary": "chapter",
         "web_search": "web_search",
         "unknown_book": "refuse",
         "invalid_window": "refuse",
@@ -159,8 +163,27 @@ def after_refusal(state: ChatState) -> Literal["save", "__end__"]:
 
 
 def after_overview(state: ChatState) -> Literal["retrieve", "save"]:
-    """Path B fell back to retrieval when the book had nothing pre-computed."""
+    """Path B (or the chapter path) fell back to retrieval: nothing pre-computed."""
     return "retrieve" if state["route"] == "hybrid" else "save"
+
+
+async def chapter(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """One chapter's stored summary (else its passages) cited into it, or the chapters
+    listed when the reference fits several or none; no chapters in scope: Path A."""
+    services = await get_services()
+    settings = services.settings
+    spec = model_spec(runtime, settings.chat_model)
+    found = await chapter_turn(services, state["question"], _scope(state, runtime), spec=spec)
+    if found is not None and found.answer is None:
+        reply = await stream_reply(
+            runtime,
+            settings,
+            found.messages,
+            temperature=settings.temperature_summary,
+            persona=state.get("persona"),
+        )
+        found.answer = finish_chapter_answer(reply.text, found, tokens=reply.tokens)
+    return chapter_update(found)
 
 
 async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -290,6 +313,7 @@ MODEL_NODES = frozenset(
     {
         "general",
         "overview",
+        "chapter",
         "web_search",
         "retrieve",
         "decide",
@@ -312,6 +336,7 @@ def build_graph():
         direct,
         general,
         overview,
+        chapter,
         web_search,
         retrieve,
         decide,
@@ -326,6 +351,7 @@ def build_graph():
     builder.add_edge(START, "route")
     builder.add_conditional_edges("route", pick_path)
     builder.add_conditional_edges("overview", after_overview)
+    builder.add_conditional_edges("chapter", after_overview)
     builder.add_conditional_edges("retrieve", relevance_gate)
     builder.add_conditional_edges("decide", after_decide)
     builder.add_edge("call_tool", "decide")

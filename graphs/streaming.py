@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessageChunk, HumanMessage
 
-STREAMED_NODES = frozenset({"generate", "general", "overview", "web_search"})
+STREAMED_NODES = frozenset({"generate", "general", "overview", "chapter", "web_search"})
 """Nodes whose model output is the answer (shown as it streams, before the citation guard)."""
 
 ANSWER_NODES = frozenset(
-    {"direct", "general", "overview", "web_search", "generate", "not_covered", "refuse"}
+    {"direct", "general", "overview", "chapter", "web_search", "generate", "not_covered", "refuse"}
 )
 """Nodes that write a turn's answer; the last of them to run names the path that answered."""
 

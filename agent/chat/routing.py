@@ -2,10 +2,11 @@
 
     1. the assistant's name          -> ``direct``          (fixed reply)
     2. greetings, thanks, small talk -> ``general``         (whole message; no retrieval)
-    3. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC)
-    4. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
-    5. current events / the web      -> ``web_search``      (SerpAPI tool, when configured)
-    6. anything else                 -> ``hybrid``          (Path A: hybrid retrieval)
+    3. one chapter, summary words    -> ``chapter_summary`` ("summarize chapter 7": its summary)
+    4. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC)
+    5. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
+    6. current events / the web      -> ``web_search``      (SerpAPI tool, when configured)
+    7. anything else                 -> ``hybrid``          (Path A: hybrid retrieval)
 
 "Summarize all my books" names several books, so it takes Path A across them.
 """
@@ -16,7 +17,17 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-Route = Literal["direct", "global_summary", "deep_reasoning", "general", "web_search", "hybrid"]
+from agent.chat.chapter_refs import names_chapter
+
+Route = Literal[
+    "direct",
+    "global_summary",
+    "chapter_summary",
+    "deep_reasoning",
+    "general",
+    "web_search",
+    "hybrid",
+]
 
 _NAME = re.compile(
     r"\b(what('?s| is) your name|who are you|what should i call you|your name\??$|"
@@ -78,11 +89,14 @@ def classify_route(
     single_book: bool = False,
     summary_keywords: Sequence[str] = (),
     reasoning_keywords: Sequence[str] = (),
+    chapter_titles: Sequence[str] = (),
 ) -> Route:
     """The path for ``message`` in seed 000's priority (see the module docs).
 
     ``single_book``: exactly one book is in scope (chosen, or the user's only document).
-    Keyword lists default to the seed's (``agent.config``).
+    Keyword lists default to the seed's (``agent.config``). ``chapter_titles``: the chapter
+    titles of the books in scope, for a title written without quotes ("what happens in A Mad
+    Tea-Party").
     """
     from agent.config import GLOBAL_SUMMARY_KEYWORDS, REASONING_KEYWORDS
 
@@ -90,6 +104,8 @@ def classify_route(
         return "direct"
     if is_small_talk(message):  # whole-message patterns only: "how are you" is no analysis
         return "general"
+    if names_chapter(message, chapter_titles):  # before the whole-book summary
+        return "chapter_summary"
     many = names_many_books(message)
     if (
         single_book

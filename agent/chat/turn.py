@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from agent import prompts
 from agent.chat.books import Book, UnknownBook, only_book, resolve_book
+from agent.chat.chapters import titles_for_routing
 from agent.chat.routing import classify_route
 from agent.chat.turn_log import (
     monthly_limit,
@@ -186,11 +187,13 @@ async def _open_turn(
         return {**update, "route": "unknown_book", "answer": f"I can't answer that: {exc}."}
     if book is not None and request.book:
         update["book_id"] = str(book.id)
+    scope = turn_scope(str(user_id), update["book_id"], request, update["time_window"])
     update["route"] = classify_route(
         question,
         single_book=book is not None,
         summary_keywords=settings.global_summary_keywords,
         reasoning_keywords=settings.reasoning_keywords,
+        chapter_titles=await titles_for_routing(services, scope, question),
     )
     if update["route"] == "global_summary" and book is not None:
         update["book_id"] = str(book.id)

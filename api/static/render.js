@@ -8,6 +8,7 @@ const INLINE =
 const ROUTE_LABELS = {
   direct: "Direct reply",
   global_summary: "Pre-computed summary",
+  chapter_summary: "Chapter summary",
   deep_reasoning: "Deep reasoning",
   general: "General answer",
   web_search: "Web search",
