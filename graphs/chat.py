@@ -6,9 +6,11 @@
                                   -> retrieve      (... nothing pre-computed: Path A)
                    -> chapter     -> save          (one chapter: its summary or passages, cited;
                                   -> retrieve       several or none fit: the chapters listed)
-                   -> web_search  -> save          (current events)
+                   -> web_search  -> save          (an explicit web request, key set)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
                                -> not_covered -> save   (relevance gate: nothing relevant)
+                               -> web_search  -> save   (nothing relevant for a fresh-facts
+                                                         question, key set: documents first)
                                -> decide <-> call_tool  (Path A with tool selection, seed 003:
                                   -> generate / not_covered   answer, or search again / the
                                                               web, at most max_tool_calls)
@@ -34,6 +36,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agent import prompts
+from agent.chat import route_record
 from agent.chat.answering import Answer, answer_update, general_messages
 from agent.chat.books import resolve_book
 from agent.chat.chapters import chapter_turn, chapter_update, finish_chapter_answer
@@ -138,7 +141,7 @@ async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
     book = await resolve_book(services, uuid.UUID(state["user_id"]), state["book_id"])
     prompt = await overview_prompt(services, book, state["question"])
     if prompt is None:  # nothing pre-computed and no chapters: answer from chunks instead
-        return {"route": "hybrid"}
+        return route_record.overview_fallback()
     reply = await stream_reply(
         runtime,
         settings,
@@ -213,9 +216,14 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
 
 
-def relevance_gate(state: ChatState) -> Literal["decide", "generate", "not_covered"]:
-    """Path A with tool selection goes on to the tool decision; otherwise answer from the
-    documents only when retrieval found something above the relevance floor."""
+def relevance_gate(
+    state: ChatState,
+) -> Literal["decide", "generate", "not_covered", "web_search"]:
+    """A fresh-facts question the documents miss goes to the web (when configured); Path A
+    with tool selection goes on to the tool decision; otherwise answer from the documents
+    only when retrieval found something above the relevance floor."""
+    if route_record.falls_back_to_web(state):
+        return "web_search"
     if state["route"] == "hybrid" and state.get("tools_enabled"):
         return "decide"
     return "generate" if state.get("relevant") else "not_covered"
@@ -247,7 +255,10 @@ async def call_tool(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 
 async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """The documents do not cover the question: say so, then a brief general answer."""
+    """The documents do not cover the question: say so, then a brief general answer (or,
+    when the question wants the web and no key is set, say that plainly)."""
+    if fixed := route_record.no_web_answer(state):
+        return answer_update(fixed)
     settings = (await get_services()).settings
     reply = await stream_reply(
         runtime,
@@ -288,7 +299,7 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
         log.warning("no model for the summary of chat %s", state["chat_id"], exc_info=True)
     else:
         await update_chat_summary(services, state, answer, model)
-    return {"message_id": str(message_id)}
+    return {"message_id": str(message_id), **route_record.routing_update(state)}
 
 
 def _keeps_question(node):

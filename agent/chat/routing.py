@@ -1,20 +1,31 @@
-"""Which path answers a message: cheap keyword rules, no model call (seed 000 priority).
+"""Which path answers a message, and why: cheap keyword rules, no model call (seed 000
+priority, documents first).
 
     1. the assistant's name          -> ``direct``          (fixed reply)
     2. greetings, thanks, small talk -> ``general``         (whole message; no retrieval)
-    3. one chapter, summary words    -> ``chapter_summary`` ("summarize chapter 7": its summary)
-    4. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC)
-    5. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
-    6. current events / the web      -> ``web_search``      (SerpAPI tool, when configured)
+    3. an explicit web request       -> ``web_search``      (only when a web key is set)
+    4. one chapter, summary words    -> ``chapter_summary`` ("summarize chapter 7": its summary)
+    5. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC)
+    6. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
     7. anything else                 -> ``hybrid``          (Path A: hybrid retrieval)
 
-"Summarize all my books" names several books, so it takes Path A across them.
+Documents first: news, weather, scores, "who won", "currently", "today" or a recent year
+do not leave the documents. Such a question is searched like any other and goes to the web
+only after retrieval found nothing relevant, and only when a web key is configured
+(:attr:`RouteChoice.web` says what the turn may do with the web). Without a key Quire never
+routes away from the documents.
+
+Path A searches with the general settings (more passages, a lower threshold) for broad
+questions ("tell me about...", "what themes...", "summarize all my books") and with the
+specific ones otherwise (:attr:`RouteChoice.mode`). "Summarize all my books" names several
+books, so it takes Path A across them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from agent.chat.chapter_refs import names_chapter
@@ -28,6 +39,8 @@ Route = Literal[
     "web_search",
     "hybrid",
 ]
+Mode = Literal["specific", "general", "deep"]
+WebPlan = Literal["", "explicit", "fallback", "unavailable"]
 
 _NAME = re.compile(
     r"\b(what('?s| is) your name|who are you|what should i call you|your name\??$|"
@@ -49,13 +62,43 @@ _MANY_BOOKS = re.compile(
     r"|\bacross (my|all|the) (books|documents)\b",
     re.I,
 )
-_CURRENT = re.compile(
-    r"\b(latest news|news (about|on|today)|today'?s|this (week|month|year)'?s?|right now|"
-    r"currently|current (events|price|weather|president|prime minister|ceo)|weather|stock price|"
-    r"exchange rate|score of|who won|search the web|on the (web|internet)|google it|"
-    r"look it up online|in 20[2-9]\d)\b",
+# the user asks for the web itself: "search the web for", "look it up online", "google..."
+_EXPLICIT_WEB = re.compile(
+    r"\b(search|look|check|find|browse)\b[\w\s']{0,25}?\b(the (web|internet)|online)\b"
+    r"|\bgoogle\b|\bweb search\b|\b(on|from) the (web|internet)\b|\bsearch online\b",
     re.I,
 )
+# outside or fresh facts no book is likely to hold: news, prices, weather, scores, "latest",
+# "today", a recent year
+_FRESH_FACTS = re.compile(
+    r"\b(news|headlines?|latest|breaking|today'?s?|tonight|right now|currently|nowadays|"
+    r"current (events|price|weather|president|prime minister|ceo|score)|"
+    r"this (week|month|year)'?s?|last (night|week)|weather|forecast|stock( price)?s?|"
+    r"prices?|exchange rate|scores?|who won|(19[89]\d|20\d\d))\b",
+    re.I,
+)
+# broad questions, answered with the general settings across the books in scope
+_BROAD = re.compile(
+    r"\b(themes?|motifs?|main ideas?|key (points|ideas|events|moments)|main (points|characters|"
+    r"events|plot)|overview|summar(y|ies|ise|ize)|tell me (all |more )?about|describe|"
+    r"in general|big picture|what (is|are) (it|they|this|these|the \w+( \w+)?) (all )?about)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class RouteChoice:
+    """The path for a message and why it was chosen."""
+
+    route: Route
+    reason: str
+    """A short sentence for people: the page, ``--json``, the saved message, Studio."""
+    mode: Mode | None = None
+    """Retrieval settings for Path A/C (``None``: the path does not search passages)."""
+    web: WebPlan = ""
+    """What the turn may do with the web: ``explicit`` (asked for, key set: the web path),
+    ``fallback`` (fresh facts, key set: the web if retrieval finds nothing relevant),
+    ``unavailable`` (wanted, but no key: say so if the documents miss), or nothing."""
 
 
 def _has_keyword(message: str, keywords: Sequence[str]) -> bool:
@@ -78,43 +121,109 @@ def names_many_books(message: str) -> bool:
     return bool(_MANY_BOOKS.search(message))
 
 
+def asks_for_web(message: str) -> bool:
+    """Does the user explicitly ask for the web ("search the web for...", "google...")?"""
+    return bool(_EXPLICIT_WEB.search(message))
+
+
+def needs_fresh_facts(message: str) -> bool:
+    """News, prices, weather, scores, "latest", "today", a recent year: facts a book may
+    not hold. Only a reason to try the web *after* the documents missed."""
+    return bool(_FRESH_FACTS.search(message))
+
+
 def asks_current_events(message: str) -> bool:
-    """News, prices, weather, "search the web": things no uploaded book can know."""
-    return bool(_CURRENT.search(message))
+    """Explicit web requests and fresh-facts questions alike (no longer a route by itself)."""
+    return asks_for_web(message) or needs_fresh_facts(message)
+
+
+def is_broad(message: str) -> bool:
+    """Broad questions ("tell me about...", "what themes...", "give me an overview...",
+    "summarize all my books"), answered from many passages across the books in scope."""
+    return bool(_BROAD.search(message)) or names_many_books(message)
+
+
+def _document_route(
+    message: str, single_book: bool, summary_keywords: Sequence[str], reasoning: Sequence[str]
+) -> RouteChoice:
+    """The documents' path: Path B, Path C, or Path A in general or specific mode."""
+    from agent.config import GLOBAL_SUMMARY_KEYWORDS, REASONING_KEYWORDS
+
+    many = names_many_books(message)
+    summary = _has_keyword(message, summary_keywords or GLOBAL_SUMMARY_KEYWORDS)
+    if single_book and summary and not many:
+        return RouteChoice("global_summary", "summary request for the one book in scope")
+    if _has_keyword(message, reasoning or REASONING_KEYWORDS):
+        return RouteChoice("deep_reasoning", "analysis or comparison: deep reasoning", "deep")
+    if many:
+        return RouteChoice("hybrid", "asks about several books: general settings", "general")
+    if summary or is_broad(message):
+        return RouteChoice(
+            "hybrid", "broad question: general settings across the books in scope", "general"
+        )
+    return RouteChoice("hybrid", "specific question", "specific")
+
+
+def _with_web_plan(choice: RouteChoice, message: str, web_available: bool) -> RouteChoice:
+    """Note what the turn may do with the web when the question wants it."""
+    if asks_for_web(message):  # no key, or the path would have taken it already
+        return replace(
+            choice,
+            reason=f"{choice.reason}; explicit web request, but web search is not configured",
+            web="unavailable",
+        )
+    if not needs_fresh_facts(message) or choice.mode is None:
+        return choice
+    if web_available:
+        note, plan = "asks for fresh facts: the web only if the documents miss", "fallback"
+    else:
+        note, plan = "asks for fresh facts, but web search is not configured", "unavailable"
+    return replace(choice, reason=f"{choice.reason}; {note}", web=plan)
+
+
+def choose_route(
+    message: str,
+    *,
+    single_book: bool = False,
+    web_available: bool = False,
+    summary_keywords: Sequence[str] = (),
+    reasoning_keywords: Sequence[str] = (),
+    chapter_titles: Sequence[str] = (),
+) -> RouteChoice:
+    """The path for ``message`` in seed 000's priority (see the module docs), and why.
+
+    ``single_book``: exactly one book is in scope (chosen, or the user's only document).
+    ``web_available``: a web-search key is configured. Keyword lists default to the seed's
+    (``agent.config``). ``chapter_titles``: the chapter titles of the books in scope, for a
+    title written without quotes ("what happens in A Mad Tea-Party").
+    """
+    if is_name_question(message):
+        return RouteChoice("direct", "name question: a fixed reply")
+    if is_small_talk(message):  # whole-message patterns only: "how are you" is no analysis
+        return RouteChoice("general", "small talk: no retrieval")
+    if web_available and asks_for_web(message):
+        return RouteChoice("web_search", "explicit web request", web="explicit")
+    if names_chapter(message, chapter_titles):  # before the whole-book summary
+        return RouteChoice("chapter_summary", "chapter request: that chapter's summary")
+    choice = _document_route(message, single_book, summary_keywords, reasoning_keywords)
+    return _with_web_plan(choice, message, web_available)
 
 
 def classify_route(
     message: str,
     *,
     single_book: bool = False,
+    web_available: bool = False,
     summary_keywords: Sequence[str] = (),
     reasoning_keywords: Sequence[str] = (),
     chapter_titles: Sequence[str] = (),
 ) -> Route:
-    """The path for ``message`` in seed 000's priority (see the module docs).
-
-    ``single_book``: exactly one book is in scope (chosen, or the user's only document).
-    Keyword lists default to the seed's (``agent.config``). ``chapter_titles``: the chapter
-    titles of the books in scope, for a title written without quotes ("what happens in A Mad
-    Tea-Party").
-    """
-    from agent.config import GLOBAL_SUMMARY_KEYWORDS, REASONING_KEYWORDS
-
-    if is_name_question(message):
-        return "direct"
-    if is_small_talk(message):  # whole-message patterns only: "how are you" is no analysis
-        return "general"
-    if names_chapter(message, chapter_titles):  # before the whole-book summary
-        return "chapter_summary"
-    many = names_many_books(message)
-    if (
-        single_book
-        and not many
-        and _has_keyword(message, summary_keywords or GLOBAL_SUMMARY_KEYWORDS)
-    ):
-        return "global_summary"
-    if _has_keyword(message, reasoning_keywords or REASONING_KEYWORDS):
-        return "deep_reasoning"
-    if asks_current_events(message) and not many:
-        return "web_search"
-    return "hybrid"
+    """The path for ``message`` (:func:`choose_route` without the reason)."""
+    return choose_route(
+        message,
+        single_book=single_book,
+        web_available=web_available,
+        summary_keywords=summary_keywords,
+        reasoning_keywords=reasoning_keywords,
+        chapter_titles=chapter_titles,
+    ).route

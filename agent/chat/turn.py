@@ -11,7 +11,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from agent import prompts
 from agent.chat.books import Book, UnknownBook, only_book, resolve_book
 from agent.chat.chapters import titles_for_routing
-from agent.chat.routing import classify_route
+from agent.chat.routing import choose_route
 from agent.chat.turn_log import (
     monthly_limit,
     open_chat,
@@ -27,6 +27,7 @@ from agent.memory.conversation import history_block, load_memory
 from agent.memory.corrections import corrections_prompt, relevant_corrections
 from agent.retrieval.time_window import InvalidTimeWindow, TimeWindow, parse_time_window
 from agent.services import Services
+from agent.web_search import web_search_available
 
 
 class TurnRequest(Protocol):
@@ -123,6 +124,7 @@ async def start_turn(
             "user_id": str(user.id),
             "usage_month": "",
             "route": "over_limit",
+            "route_reason": "over the monthly message limit",
             "answer": prompts.MONTHLY_LIMIT.format(limit=limit),
         }
     try:
@@ -172,6 +174,9 @@ async def _open_turn(
         "retrieval": {},
         "conflicts": [],
         "time_window": {},
+        "routing": {},
+        "search_mode": "",
+        "web_plan": "",
     }
     try:
         update["time_window"] = turn_window(request).as_dict()
@@ -179,21 +184,34 @@ async def _open_turn(
         return {
             **update,
             "route": "invalid_window",
+            "route_reason": "the time window cannot be read",
             "answer": f"I can't answer that: {exc}.",
         }
     try:
         book = await _book_in_scope(services, user_id, request, update["time_window"])
     except UnknownBook as exc:
-        return {**update, "route": "unknown_book", "answer": f"I can't answer that: {exc}."}
+        return {
+            **update,
+            "route": "unknown_book",
+            "route_reason": "the requested book is not in the library",
+            "answer": f"I can't answer that: {exc}.",
+        }
     if book is not None and request.book:
         update["book_id"] = str(book.id)
     scope = turn_scope(str(user_id), update["book_id"], request, update["time_window"])
-    update["route"] = classify_route(
+    choice = choose_route(
         question,
         single_book=book is not None,
+        web_available=web_search_available(settings),
         summary_keywords=settings.global_summary_keywords,
         reasoning_keywords=settings.reasoning_keywords,
         chapter_titles=await titles_for_routing(services, scope, question),
+    )
+    update.update(
+        route=choice.route,
+        route_reason=choice.reason,
+        search_mode=choice.mode or "",
+        web_plan=choice.web,
     )
     if update["route"] == "global_summary" and book is not None:
         update["book_id"] = str(book.id)
