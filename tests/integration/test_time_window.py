@@ -20,9 +20,9 @@ from graphs.context import Context
 
 # how many days old each document is made, and its text: each mentions quartz
 AGES = {
-    "ancient": (40, "The quartz lens of the old Leith lighthouse was ground by hand."),
-    "lastweek": (5, "Quartz crystals from the Dundee quarry were sold at the winter market."),
-    "today": (0.2, "A quartz clock keeps time in the Aberdeen harbour office."),
+    "ancient": (40, "The lens of the old Leith lighthouse is made of quartz, ground by hand."),
+    "lastweek": (5, "The Dundee quarry sells crystals made of quartz at the winter market."),
+    "today": (0.2, "The Aberdeen harbour clock is made of quartz and keeps good time."),
 }
 
 
