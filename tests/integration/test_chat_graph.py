@@ -72,7 +72,8 @@ async def test_hybrid_answer_cites_only_retrieved_chunks_and_is_saved(services, 
                 text("SELECT retrieval_metrics FROM chat_messages WHERE id = :m"), {"m": reply.id}
             )
         ).scalar()
-    assert metrics == state["retrieval"]
+    assert metrics == {**state["retrieval"], "routing": state["routing"]}
+    assert metrics["routing"]["route"] == "hybrid" and reply.routing == state["routing"]
     assert metrics["query_type"] == "specific" and metrics["threshold"] == 0.7
     assert metrics["layer"] in ("hybrid", "low_threshold") and metrics["results"] >= 1
     assert metrics["context_chars"] > 0
