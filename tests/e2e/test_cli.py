@@ -62,6 +62,10 @@ def test_ingest_then_ask_as_json(tmp_path):
     answer = json.loads(asked.stdout)
     assert set(answer) >= {"answer", "route", "citations", "sources", "model_used", "tokens_used"}
     assert answer["route"] == "hybrid"
+    # why the route was taken, the search settings used, and how sure the answer is
+    assert answer["route_reason"] == answer["routing"]["reason"] == "specific question"
+    assert answer["routing"]["mode"] == "specific" and answer["routing"]["route"] == "hybrid"
+    assert answer["routing"]["confidence"] in ("high", "medium")
     assert answer["citations"] and any("Dinah" in c["text"] for c in answer["citations"])
     assert set(cited_ids(answer["answer"])) <= {c["id"] for c in answer["citations"]}
     for c in answer["citations"]:
@@ -99,6 +103,7 @@ def test_ask_streams_plain_text_with_sources(alice_reader):
     run = quire("ask", "What is your name?", "--user", user.name)
     assert run.returncode == 0, run.stderr
     assert "Quire" in run.stdout and "route: direct" in run.stdout
+    assert "why: name question: a fixed reply · confidence: n/a" in run.stdout
 
 
 def test_interactive_chat_streams_and_resumes_from_the_checkpointer(alice_reader):
