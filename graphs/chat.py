@@ -216,9 +216,7 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
 
 
-def relevance_gate(
-    state: ChatState,
-) -> Literal["decide", "generate", "not_covered", "web_search"]:
+def relevance_gate(state: ChatState) -> Literal["decide", "generate", "not_covered", "web_search"]:
     """A fresh-facts question the documents miss goes to the web (when configured); Path A
     with tool selection goes on to the tool decision; otherwise answer from the documents
     only when retrieval found something above the relevance floor."""
