@@ -289,6 +289,7 @@ TOOL_DECISION_SYSTEM = """You decide how to answer the user's question. You can 
 How to decide:
 - Read the passages from the user's documents in the user's message first (when there are any). If they answer the question fully, use no tool.
 - If they answer only part of it, or miss it, use search_knowledge with a better query for the user's documents.
+- For a question about a whole book, its plot or its themes, use read_summary when it is offered.
 - Use web_search only for current or time-sensitive facts (news, prices, recent events) or facts outside the documents, and only when it is offered above.
 - If no passages are given and general knowledge answers the question well, use no tool.
 - Never use the same tool with the same query twice.
@@ -310,6 +311,8 @@ TOOL_DECISION_OBSERVATIONS = """Tools already used this turn:
 TOOL_DESCRIPTIONS = {
     "search_knowledge": "search_knowledge(query): search the user's uploaded documents and "
     "books again, with a different or more specific query.",
+    "read_summary": "read_summary(query): read the stored summaries of the books in scope "
+    "(the whole book or its chapters), for overview, plot or theme questions.",
     "web_search": "web_search(query): search the web for current or outside information.",
 }
 

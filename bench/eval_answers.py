@@ -35,12 +35,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from agent.services import Services
 from bench.eval_answers_data import Item, load_dataset
 from bench.eval_answers_figures import (
     METRICS,
+    NO_TOOLS,
     AnswersReport,
     RouteFigures,
     plot_report,
@@ -131,17 +133,30 @@ async def _baseline(services: Services, model: str, question: str) -> tuple[str,
     return content, seconds, usage.input_tokens + usage.output_tokens
 
 
-async def _answer_rag(graph, context, item: Item) -> QuestionResult:
-    """Ask ``item`` through the chat graph and score the answer."""
+async def _answer_rag(graph, context, item: Item, system: str = "rag") -> QuestionResult:
+    """Ask ``item`` through the chat graph and score the answer (as ``system``)."""
     from bench.answers_turn import ask_once
 
-    got = await ask_once(graph, item.question, context)
+    try:
+        got = await ask_once(graph, item.question, context)
+    except Exception as exc:  # one failed turn is a miss, not the end of the run
+        return score(
+            item,
+            system=system,
+            route="failed",
+            answer=f"error: {type(exc).__name__}: {exc}"[:300],
+            model_used=None,
+            chunk_map={},
+            citations=[],
+            seconds=0.0,
+            tokens=0,
+        )
     state = got["state"]
     route = str(state.get("route") or "unknown")
     tokens = got["tokens_in"] + got["tokens_out"] or int(state.get("tokens_used") or 0)
     return score(
         item,
-        system="rag",
+        system=system,
         route=route,
         answer=str(state.get("answer") or ""),
         model_used=state.get("model_used"),
@@ -179,9 +194,13 @@ async def evaluate_answers(
     user: str = EVAL_USER,
     baseline: bool = True,
     summaries: str | None = "extractive",
+    compare_tools: bool = False,
     log: Log = quiet,
 ) -> AnswersReport:
     """Ingest the documents, ask every question through the graph and the baseline, score.
+
+    ``compare_tools`` asks each question twice through the graph, with tool selection
+    (seed 003) on (``rag``) and off (``rag_no_tools``), in the same run.
 
     ``summaries`` names the writer of each document's global summary (``extractive``: lead
     sentences in seconds; a model spec: that model) so overview questions take Path B as
@@ -210,10 +229,20 @@ async def evaluate_answers(
         every = [str(i) for i in ids.values()]
         for n, item in enumerate(items, start=1):
             scope = [str(ids[p]) for p in item.documents] or every
-            context = Context(user=user, chat_model=model, document_ids=scope or None)
+            context = Context(
+                user=user,
+                chat_model=model,
+                document_ids=scope or None,
+                tool_selection=True if compare_tools else None,
+            )
             row = await _answer_rag(graph, context, item)
             results.append(row)
             log(f"[{n}/{len(items)}] {row.route}: {item.question!r} match={row.match}")
+            if compare_tools:
+                context = replace(context, tool_selection=False)
+                off = await _answer_rag(graph, context, item, system=NO_TOOLS)
+                results.append(off)
+                log(f"  tool selection off: {off.route} match={off.match}")
             if baseline:
                 results.append(await _answer_baseline(services, model, item, row.route))
         async with services.engine.connect() as conn:
@@ -243,6 +272,8 @@ async def run_answers_eval(
     database: str = EVAL_DATABASE,
     user: str = EVAL_USER,
     summaries: str | None = "extractive",
+    compare_tools: bool = False,
+    baseline: bool = True,
     log: Log = quiet,
 ) -> tuple[AnswersReport, Path]:
     """``quire eval answers``: the eval in its own database; the report and the eval folder."""
@@ -259,6 +290,8 @@ async def run_answers_eval(
             model=model,
             user=user,
             summaries=summaries,
+            compare_tools=compare_tools,
+            baseline=baseline,
             log=log,
         )
         return report, services.settings.data_dir / "eval"

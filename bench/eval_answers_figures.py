@@ -89,18 +89,25 @@ def route_figures(system: str, route: str, rows: list[QuestionResult]) -> RouteF
         tokens_mean=round(mean([float(r.tokens) for r in rows]), 1) if rows else None,
         route_matches=(
             sum(r.route == r.expected_route for r in expected)
-            if expected and system == "rag"
+            if expected and system != "baseline"
             else None
         ),
         expected_routes=len(expected),
     )
 
 
+NO_TOOLS = "rag_no_tools"
+SYSTEMS = ("rag", NO_TOOLS, "baseline")
+"""The graph as configured, the graph with tool selection off (``--compare-tools``), and
+the model without retrieval."""
+
+
 def route_rows(results: list[QuestionResult], baseline: bool) -> list[RouteFigures]:
-    """Per system (``rag``, then ``baseline`` when asked), a row per route taken, then
-    ``all``; baseline rows are grouped by the route the graph took."""
+    """Per system present (``rag``, ``rag_no_tools``, then ``baseline`` when asked), a row
+    per route taken, then ``all``; baseline rows are grouped by the route the graph took."""
     routes: list[RouteFigures] = []
-    for system in ("rag", "baseline") if baseline else ("rag",):
+    present = {r.system for r in results}
+    for system in [s for s in SYSTEMS if s in present and (baseline or s != "baseline")]:
         mine = [r for r in results if r.system == system]
         for route in sorted({r.route for r in mine}):
             routes.append(route_figures(system, route, [r for r in mine if r.route == route]))
@@ -120,9 +127,14 @@ METRICS = (
 def plot_report(report: AnswersReport, path: Path) -> Path:
     """Grouped bars: every metric of the ``all`` row, graph vs baseline."""
     fig, ax = new_chart((10, 4.5))
-    systems = [s for s in ("rag", "baseline") if report.row(s, "all")]
+    systems = [s for s in SYSTEMS if report.row(s, "all")]
     width = 0.8 / max(len(systems), 1)
-    colors = {"rag": "#55a868", "baseline": "#8c8c8c"}
+    colors = {"rag": "#55a868", NO_TOOLS: "#4c72b0", "baseline": "#8c8c8c"}
+    labels = {
+        "rag": "Quire (retrieval)",
+        NO_TOOLS: "Quire, tool selection off",
+        "baseline": "baseline (no retrieval)",
+    }
     for i, system in enumerate(systems):
         row = report.row(system, "all")
         values = [getattr(row, key) for key, _ in METRICS]
@@ -132,7 +144,7 @@ def plot_report(report: AnswersReport, path: Path) -> Path:
             [v or 0.0 for v in values],
             width=width,
             color=colors[system],
-            label="Quire (retrieval)" if system == "rag" else "baseline (no retrieval)",
+            label=labels[system],
             zorder=2,
         )
         for bar, value in zip(bars, values, strict=True):

@@ -56,11 +56,12 @@ from agent.chat.finished_turn import (
     wait_for_background,
 )
 from agent.chat.overview import overview_prompt
-from agent.chat.retrieval_step import call_knowledge_tool, retrieve_context
-from agent.chat.tool_selection import ANSWER_NOW, WEB, next_step, tool_calls_left
+from agent.chat.retrieval_step import retrieve_context
+from agent.chat.tool_calls import call_chosen_tool
+from agent.chat.tool_selection import ANSWER_NOW, next_step, tool_calls_left
 from agent.chat.turn import last_question, start_turn, turn_scope
 from agent.chat.turn_log import turn_error
-from agent.chat.web import call_web_tool, find_on_web, web_answer, web_prompt
+from agent.chat.web import find_on_web, web_answer, web_prompt
 from agent.db.scope import SearchScope
 from agent.services import get_services
 from graphs.context import Context
@@ -246,10 +247,8 @@ def after_decide(state: ChatState) -> Literal["call_tool", "generate", "not_cove
 async def call_tool(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Run the chosen tool and add what it found to the turn's context."""
     services = await get_services()
-    if state["decision"]["tool"] == WEB:
-        return await call_web_tool(services.settings, state)
     spec = model_spec(runtime, services.settings.chat_model)
-    return await call_knowledge_tool(services, state, spec=spec, scope=_scope(state, runtime))
+    return await call_chosen_tool(services, state, spec=spec, scope=_scope(state, runtime))
 
 
 async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:

@@ -70,6 +70,8 @@ class ChatState(InputState, total=False):
     """Tool calls made this turn (tool, query, what came back)."""
     web_results: list[dict]
     web_context: str
+    summary_context: str
+    """Book summaries read by a ``read_summary`` tool call (background for the answer)."""
     citations_removed: int
     message_id: str
     """The saved assistant message (for corrections and the chunk viewer)."""

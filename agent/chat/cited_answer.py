@@ -41,8 +41,14 @@ def answer_temperature(settings: Settings, state: Mapping[str, Any]) -> float:
 
 
 def guidance(state: Mapping[str, Any]) -> str:
-    """The user's relevant corrections, the conversation so far, then earlier discussions."""
-    parts = (state.get("corrections"), state.get("history"), state.get("discussion"))
+    """The user's relevant corrections, the conversation so far, earlier discussions, then
+    the book summaries a ``read_summary`` call brought (background, not cited)."""
+    parts = (
+        state.get("corrections"),
+        state.get("history"),
+        state.get("discussion"),
+        state.get("summary_context"),
+    )
     return "\n\n".join(p for p in parts if p)
 
 

@@ -169,7 +169,8 @@ async def call_knowledge_tool(
         SearchOptions(k=settings.top_k(spec), threshold=settings.threshold_specific),
         max_chars=budget,
     )
-    seen = {c["id"] for c in state.get("retrieved", [])}
+    # passages below the relevance floor were never evidence: found again, they are new
+    seen = {c["id"] for c in state.get("retrieved", [])} if state.get("relevant") else set()
     fresh = [c for c in found.context.chunks if c.citation_id not in seen]
     relevant = bool(fresh) and found.result.layer not in BELOW_RELEVANCE
     outcome = f"{len(fresh)} new passages" if relevant else "nothing relevant"

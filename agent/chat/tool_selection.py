@@ -19,11 +19,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.constants import TAG_NOSTREAM
 
 from agent import prompts
+from agent.chat.routing import asks_for_web
 from agent.config import Settings
 from agent.web_search import web_search_available
 
 NONE = "none"
 KNOWLEDGE = "search_knowledge"
+SUMMARY = "read_summary"
 WEB = "web_search"
 
 
@@ -164,6 +166,18 @@ def tool_calls_left(settings: Settings, state: Mapping[str, Any]) -> bool:
     return len(state.get("tool_log") or []) < settings.max_tool_calls
 
 
+def offered_tools(settings: Settings, state: Mapping[str, Any]) -> list[str]:
+    """The tools the model may call this step: the documents again and the book summaries;
+    the web only when a key is set and either the user asked for it or the passages found
+    are not relevant (documents first)."""
+    tools = [KNOWLEDGE, SUMMARY]
+    if web_search_available(settings) and (
+        not state.get("relevant") or asks_for_web(state["question"])
+    ):
+        tools.append(WEB)
+    return tools
+
+
 async def next_step(
     model: BaseChatModel, settings: Settings, state: Mapping[str, Any], *, constrained_json: bool
 ) -> dict:
@@ -172,7 +186,7 @@ async def next_step(
     ``state`` is the chat graph's state: the question, the passages when relevant, and the
     tool calls made so far. Repeating an earlier call means answering now."""
     log = state.get("tool_log") or []
-    tools = [KNOWLEDGE] + ([WEB] if web_search_available(settings) else [])
+    tools = offered_tools(settings, state)
     decision = await decide_tool(
         model,
         state["question"],

@@ -162,6 +162,7 @@ async def _open_turn(
         "tool_log": [],
         "web_results": [],
         "web_context": "",
+        "summary_context": "",
         "citations_removed": 0,
         "history": history_block(memory),
         "memory": {"summary": memory.summary, "recent": [list(t) for t in memory.recent]},

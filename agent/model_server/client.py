@@ -118,6 +118,10 @@ def local_chat_client(
         max_tokens=max_tokens,
         seed=None if seed == -1 else seed,
         timeout=timeout,
+        # requests queue in the model process: waiting behind other turns is not a stall, so
+        # the first chunk may take as long as the request may (langchain-openai's own 120 s
+        # chunk timeout cut off queued turns on a busy machine)
+        stream_chunk_timeout=timeout,
         max_retries=0,  # a lost stream cannot be resumed: the turn reports it instead
         stream_usage=True,
     )

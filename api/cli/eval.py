@@ -254,6 +254,16 @@ def _answers_table(report: Any) -> Table:
     return table
 
 
+def _tools_line(report: Any) -> str:
+    """Tool selection on against off, over every question of the run."""
+    on, off = report.row("rag", "all"), report.row("rag_no_tools", "all")
+    return (
+        f"tool selection on / off: match {_pct(on.accuracy)} / {_pct(off.accuracy)}, "
+        f"F1 {_pct(on.f1)} / {_pct(off.f1)}, citation support {_pct(on.citation_support)} / "
+        f"{_pct(off.citation_support)}, p50 {on.latency_p50_s} / {off.latency_p50_s} s"
+    )
+
+
 @eval_app.command("answers")
 def eval_answers(
     dataset: Annotated[
@@ -280,6 +290,16 @@ def eval_answers(
             help="Write the books' global summaries with the model (slow), not extractive.",
         ),
     ] = False,
+    compare_tools: Annotated[
+        bool,
+        typer.Option(
+            "--compare-tools",
+            help="Ask every question twice, tool selection on and off (rows rag_no_tools).",
+        ),
+    ] = False,
+    baseline: Annotated[
+        bool, typer.Option(help="Also answer without retrieval (the baseline columns).")
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Answer accuracy, token F1, citation validity/support and refusals through the chat
@@ -301,6 +321,8 @@ def eval_answers(
             database=database,
             user=user,
             summaries=model if llm_summaries else "extractive",
+            compare_tools=compare_tools,
+            baseline=baseline,
             log=log,
         ),
         FileNotFoundError,
@@ -313,6 +335,8 @@ def eval_answers(
         )
         return
     out.print(_answers_table(report))
+    if report.row("rag_no_tools", "all"):
+        out.print(_tools_line(report))
     out.print(
         "cells: Quire (retrieval) / baseline (same model, no retrieval); routed: questions "
         "whose expected route the router took"

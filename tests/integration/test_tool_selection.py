@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -18,6 +17,7 @@ import agent.chat.web as chat_web
 import graphs.model_calls as model_calls
 from agent.chat.tool_selection import (
     KNOWLEDGE,
+    SUMMARY,
     WEB,
     ToolDecision,
     decide_tool,
@@ -39,47 +39,6 @@ BAKERY = (
     "The village bakery on the harbour sells rye bread and honey cakes on market days. "
     "Its oven was built by the keeper's grandmother."
 )
-
-
-class ScriptedModel(BaseChatModel):
-    """A hosted-style model: tool decisions come from ``decisions`` (native tool calls),
-    answers from ``answer`` (or the extractive answerer); every prompt is recorded."""
-
-    decisions: list = []
-    answer: str | None = None
-    offered: list = []
-    prompts: list = []
-
-    @property
-    def _llm_type(self) -> str:
-        return "quire-extractive"  # LLM-free for the memory update
-
-    def bind_tools(self, tools, **kwargs):
-        """Record the offered tools and bind them (as a tool-calling chat model does)."""
-        self.offered.append([t["function"]["name"] for t in tools])
-        return self.bind(tools=tools, **kwargs)
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.prompts.append(messages)
-        if "tools" in kwargs:
-            step = self.decisions.pop(0) if self.decisions else None
-            calls = [{"name": step[0], "args": {"query": step[1]}, "id": "c1"}] if step else []
-            message = AIMessage("", tool_calls=calls)
-        else:
-            message = AIMessage(self.answer or ExtractiveChatModel()._answer(messages))
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-@pytest.fixture
-def scripted(monkeypatch, services):
-    model = ScriptedModel(decisions=[], offered=[], prompts=[])
-
-    async def fake(spec, settings, temperature):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    monkeypatch.setattr(services.settings, "tool_selection", True)
-    return model
 
 
 async def _library(services, new_user):
@@ -178,8 +137,8 @@ async def test_the_model_searches_again_and_answers_from_both_searches(
         _ask("What does the lighthouse keeper polish?"), context=Context(user=user.name)
     )
     assert state["route"] == "hybrid" and "lamp" in state["answer"]
-    # web search is not configured: only the knowledge tool is offered
-    assert scripted.offered == [[KNOWLEDGE], [KNOWLEDGE]]
+    # web search is not configured: the documents and their summaries are offered
+    assert scripted.offered == [[KNOWLEDGE, SUMMARY], [KNOWLEDGE, SUMMARY]]
     texts = " ".join(c["text"] for c in state["citations"])
     assert "lamp" in texts
     assert state["tool_log"] == [
@@ -230,20 +189,28 @@ async def test_web_results_join_the_documents_and_both_citations_are_guarded(
 
     monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
     monkeypatch.setattr(chat_web, "search_web", fake_search)
-    scripted.decisions = [(WEB, "skerry light history"), None]
-    state = await graph.ainvoke(
+    # the passages answer it: documents first, the web is not offered
+    scripted.decisions = [None]
+    covered = await graph.ainvoke(
         _ask("What does the lighthouse keeper polish?"), context=Context(user=user.name)
     )
-    chk = next(iter(state["chunk_map"]))
-    assert scripted.offered[0] == [KNOWLEDGE, WEB]
-    assert state["model_used"] == "web_search_extractive"
-    assert chk in state["chunk_map"]
-    # a second turn where the answer cites a web result, a real chunk and a made-up chunk id
-    scripted.decisions = [(WEB, "skerry light history"), None]
+    assert scripted.offered[0] == [KNOWLEDGE, SUMMARY] and covered["tool_log"] == []
+    chk = next(iter(covered["chunk_map"]))
+    # nothing relevant: the web is offered; the model then also searches the documents, and
+    # its answer cites a web result, a real chunk and a made-up chunk id
+    scripted.offered.clear()
+    scripted.decisions = [
+        (WEB, "skerry light history"),
+        (KNOWLEDGE, "What does the lighthouse keeper polish?"),
+        None,
+    ]
     scripted.answer = f"The lamp is polished {chk}. The light was lit in 1851 #web_1 #chk_deadbeef."
     second = await graph.ainvoke(
-        _ask("What does the lighthouse keeper polish?"), context=Context(user=user.name)
+        _ask("Who painted the Mona Lisa?"), context=Context(user=user.name)
     )
+    assert scripted.offered[0] == [KNOWLEDGE, SUMMARY, WEB]
+    assert [e["tool"] for e in second["tool_log"]] == [WEB, KNOWLEDGE]
+    assert second["model_used"] == "web_search_extractive"
     assert "#chk_deadbeef" not in second["answer"] and "#web_1" in second["answer"]
     kinds = {c.get("kind", "chunk") for c in second["citations"]}
     assert kinds == {"web", "chunk"}

@@ -25,6 +25,35 @@ class RecordingModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
 
+class ScriptedModel(BaseChatModel):
+    """A hosted-style model: tool decisions come from ``decisions`` (native tool calls),
+    answers from ``answer`` (or the extractive answerer); every prompt is recorded."""
+
+    decisions: list = []
+    answer: str | None = None
+    offered: list = []
+    prompts: list = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "quire-extractive"  # LLM-free for the memory update
+
+    def bind_tools(self, tools, **kwargs):
+        """Record the offered tools and bind them (as a tool-calling chat model does)."""
+        self.offered.append([t["function"]["name"] for t in tools])
+        return self.bind(tools=tools, **kwargs)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.prompts.append(messages)
+        if "tools" in kwargs:
+            step = self.decisions.pop(0) if self.decisions else None
+            calls = [{"name": step[0], "args": {"query": step[1]}, "id": "c1"}] if step else []
+            message = AIMessage("", tool_calls=calls)
+        else:
+            message = AIMessage(self.answer or ExtractiveChatModel()._answer(messages))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
 class CountingWriter:
     """An LLM-free writer that counts calls and can fail after ``fail_after`` sections."""
 
