@@ -9,7 +9,7 @@ import time
 from langchain_core.callbacks import get_usage_metadata_callback
 
 from bench.answers_usage import collect_usage
-from graphs.streaming import ANSWER_NODES, stream_turn
+from graphs.streaming import ANSWER_NODES, MODEL_WRITTEN_NODES, stream_turn
 
 
 async def _drain_background() -> float:
@@ -29,7 +29,9 @@ async def ask_once(graph, question: str, context) -> dict:
     answered_at: float | None = None
     with get_usage_metadata_callback() as stock, collect_usage() as usage:
         started = time.perf_counter()
-        async for event in stream_turn(graph, question, context=context):
+        async for event in stream_turn(
+            graph, question, context=context, token_nodes=MODEL_WRITTEN_NODES
+        ):
             if event.kind == "token" and first is None:
                 first = time.perf_counter() - started
             elif event.kind == "node":

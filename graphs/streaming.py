@@ -40,11 +40,22 @@ class TurnEvent:
     state: dict[str, Any] = field(default_factory=dict)
 
 
+MODEL_WRITTEN_NODES = STREAMED_NODES | {"not_covered"}
+"""Nodes whose model writes the answer or part of it: ``not_covered`` wraps its model's text
+in a notice, so it is not shown as it streams, but its first token still times the turn
+(``quire bench answers``)."""
+
+
 async def stream_turn(
-    graph: Any, question: str, *, context: Any, config: dict | None = None
+    graph: Any,
+    question: str,
+    *,
+    context: Any,
+    config: dict | None = None,
+    token_nodes: frozenset[str] = STREAMED_NODES,
 ) -> AsyncIterator[TurnEvent]:
     """Run one chat turn on ``graph`` (compiled, with or without a checkpointer) and yield its
-    events as they happen (see the module docs)."""
+    events as they happen (see the module docs); ``token`` events come from ``token_nodes``."""
     final: dict[str, Any] = {}
     async for mode, payload in graph.astream(
         {"messages": [HumanMessage(question)]},
@@ -58,7 +69,7 @@ async def stream_turn(
                 isinstance(chunk, AIMessageChunk)
                 and isinstance(chunk.content, str)
                 and chunk.content
-                and meta.get("langgraph_node") in STREAMED_NODES
+                and meta.get("langgraph_node") in token_nodes
             ):
                 yield TurnEvent("token", text=chunk.content)
         elif mode == "updates":
