@@ -187,7 +187,16 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host,
         port=args.port,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    # SIGTERM (the owner stopping or dying) must not wait for a generation or a queue of
+    # them: uvicorn's default graceful shutdown waits for every request in flight
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
 
 
 if __name__ == "__main__":
