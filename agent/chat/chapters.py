@@ -195,7 +195,8 @@ def clarifying_answer(
         choices = "\n".join(f"- {c.heading} ({_book_name(c.book)})" for c in found)
         text = prompts.CHAPTER_AMBIGUOUS.format(phrase=phrase, choices=choices)
     else:
-        shown = dict(list(library.items())[:_LISTED_BOOKS])
+        named = named_books(message, list(library))  # the books the message names, else all
+        shown = {b: library[b] for b in named[:_LISTED_BOOKS]}
         where = ", ".join(_book_name(b) for b in shown)
         text = prompts.CHAPTER_MISSING.format(
             phrase=phrase, where=where, chapters=chapter_list(shown, most)

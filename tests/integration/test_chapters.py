@@ -225,6 +225,12 @@ async def test_an_ambiguous_chapter_gets_the_candidates_and_a_question(services,
     )
     assert named["model_used"] == "chapter_passages_path"
     _assert_cites_only(named, pride, "CHAPTER II.")
+    # a missing chapter of a named book lists that book's chapters only
+    missing = await graph.ainvoke(
+        _ask("summarize chapter 99 of Pride and Prejudice"), context=Context(user=user.name)
+    )
+    assert missing["model_used"] == "chapter_list" and "CHAPTER XXX." in missing["answer"]
+    assert "The Pool of Tears" not in missing["answer"] and "more" in missing["answer"]
 
 
 @pytest.mark.parametrize(
