@@ -68,7 +68,7 @@ from graphs.context import Context
 from graphs.model_calls import load_model, model_spec, stream_reply
 from graphs.state import ChatState, InputState, OutputState
 
-__all__ = ["MODEL_NODES", "build_graph", "graph", "wait_for_background"]
+__all__ = ["build_graph", "graph", "wait_for_background"]
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +122,7 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     messages = general_messages(
         settings.assistant_name, state["question"], state.get("history", "")
     )
-    reply = await stream_reply(
-        runtime,
-        settings,
-        messages,
-        temperature=settings.temperature_general,
-        persona=state.get("persona"),
-    )
+    reply = await stream_reply(runtime, state, messages, settings.temperature_general)
     model_used = f"general_{reply.model}"
     return answer_update(
         Answer(text=reply.text, route="general", model_used=model_used, tokens_used=reply.tokens)
@@ -143,13 +137,7 @@ async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
     prompt = await overview_prompt(services, book, state["question"])
     if prompt is None:  # nothing pre-computed and no chapters: answer from chunks instead
         return route_record.overview_fallback()
-    reply = await stream_reply(
-        runtime,
-        settings,
-        prompt.messages,
-        temperature=settings.temperature_summary,
-        persona=state.get("persona"),
-    )
+    reply = await stream_reply(runtime, state, prompt.messages, settings.temperature_summary)
     return answer_update(
         Answer(
             text=reply.text,
@@ -179,13 +167,7 @@ async def chapter(state: ChatState, runtime: Runtime[Context]) -> dict:
     spec = model_spec(runtime, settings.chat_model)
     found = await chapter_turn(services, state["question"], _scope(state, runtime), spec=spec)
     if found is not None and found.answer is None:
-        reply = await stream_reply(
-            runtime,
-            settings,
-            found.messages,
-            temperature=settings.temperature_summary,
-            persona=state.get("persona"),
-        )
+        reply = await stream_reply(runtime, state, found.messages, settings.temperature_summary)
         found.answer = finish_chapter_answer(reply.text, found, tokens=reply.tokens)
     return chapter_update(found)
 
@@ -198,10 +180,9 @@ async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
         return answer_update(found)
     reply = await stream_reply(
         runtime,
-        settings,
+        state,
         web_prompt(settings, state["question"], found),
-        temperature=settings.temperature_specific,
-        persona=state.get("persona"),
+        settings.temperature_specific,
     )
     return answer_update(web_answer(reply.text, found, model=reply.model, tokens=reply.tokens))
 
@@ -258,11 +239,7 @@ async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
         return answer_update(fixed)
     settings = (await get_services()).settings
     reply = await stream_reply(
-        runtime,
-        settings,
-        not_covered_messages(settings, state),
-        temperature=settings.temperature_general,
-        persona=state.get("persona"),
+        runtime, state, not_covered_messages(settings, state), settings.temperature_general
     )
     return answer_update(not_covered_answer(reply.text, state, tokens=reply.tokens))
 
@@ -273,10 +250,9 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     settings = (await get_services()).settings
     reply = await stream_reply(
         runtime,
-        settings,
+        state,
         cited_answer_messages(settings, state),
-        temperature=answer_temperature(settings, state),
-        persona=state.get("persona"),
+        answer_temperature(settings, state),
         default=answer_model(settings, state),
     )
     return answer_update(
@@ -315,22 +291,6 @@ def _keeps_question(node):
             raise
 
     return run
-
-
-MODEL_NODES = frozenset(
-    {
-        "general",
-        "overview",
-        "chapter",
-        "web_search",
-        "retrieve",
-        "decide",
-        "call_tool",
-        "generate",
-        "not_covered",
-    }
-)
-"""Nodes that call the chat model (after ``route`` has named the user and the chat)."""
 
 
 def build_graph():

@@ -7,7 +7,9 @@ Tokens streamed here reach LangGraph's ``messages`` stream under the calling nod
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -16,6 +18,7 @@ from langgraph.runtime import Runtime
 from agent.chat.answering import with_persona
 from agent.config import Settings
 from agent.models import achat_model, model_label
+from agent.services import get_services
 from graphs.context import Context
 
 
@@ -52,18 +55,18 @@ def _personalised(messages: list[BaseMessage], persona: str | None) -> list[Base
 
 async def stream_reply(
     runtime: Runtime[Context],
-    settings: Settings,
+    state: Mapping[str, Any],
     messages: list[BaseMessage],
-    *,
     temperature: float,
-    persona: str | None = None,
+    *,
     default: str | None = None,
 ) -> Reply:
-    """Answer ``messages`` (with ``persona``) on the run's model, streaming the tokens, and
-    count the tokens used."""
+    """Answer ``messages`` (with the chat's persona from ``state``) on the run's model
+    (``default``: the configured chat model), streaming the tokens, and count them."""
+    settings = (await get_services()).settings
     model, spec = await load_model(runtime, settings, temperature, default)
     text, tokens = "", 0
-    async for chunk in model.astream(_personalised(messages, persona)):
+    async for chunk in model.astream(_personalised(messages, state.get("persona"))):
         text += chunk.content if isinstance(chunk.content, str) else ""
         if chunk.usage_metadata:
             tokens += chunk.usage_metadata.get("total_tokens", 0)
