@@ -183,7 +183,6 @@ def _chosen(
 ) -> list[RetrievedChunk]:
     """The best ``want`` of the layer's chunks, one child per parent and MMR if diversified."""
     records = found.records
-    keyword_scores = best_keyword_scores(found.keyword)
     if options.diversify:  # only the MMR pool can be chosen: build just those
         picked = limit_per_group(
             picked,
@@ -193,23 +192,50 @@ def _chosen(
         )
     else:
         picked = picked[:want]
-    chunks = [
+    chunks = _as_chunks(picked, layer, found, similarity)
+    if options.diversify:
+        return diversify(chunks, found.stored, want, settings)
+    return chunks[:want]
+
+
+def _as_chunks(
+    items: Scored, layer: Layer, found: Found, similarity: dict[uuid.UUID, float]
+) -> list[RetrievedChunk]:
+    """Scored candidates as retrieved chunks (with their similarity and best BM25 score)."""
+    keyword_scores = best_keyword_scores(found.keyword)
+    return [
         RetrievedChunk(
-            record=records[cid],
+            record=found.records[cid],
             citation_id=citation_id(cid),
             score=score,
             similarity=similarity.get(cid),
             keyword_score=keyword_scores.get(cid),
             layer=layer,
         )
-        for cid, score in picked
+        for cid, score in items
+        if cid in found.records
     ]
-    chosen = diversify(chunks, found.stored, want, settings) if options.diversify else chunks
-    if options.keep_conflicts:  # diversity must not drop one side of a disagreement
-        # a near-duplicate partner ranks close to its side: the best 2 * want suffice
-        partners = chunks[: 2 * want]
-        return keep_both_sides(chosen[:want], partners, want, lambda c: c.passage)[0]
-    return chosen[:want]
+
+
+def _with_partners(
+    chosen: list[RetrievedChunk],
+    candidates: Scored,
+    layer: Layer,
+    found: Found,
+    similarity: dict[uuid.UUID, float],
+    want: int,
+) -> list[RetrievedChunk]:
+    """``chosen`` with the other side of each conflict one of them is in, looked for among
+    ``candidates`` (a partner states the same thing, so it ranks close; it may fall just
+    under the threshold: "does not run" against "runs"), the rest trimmed from the lowest
+    ranked."""
+    have = {c.record.id for c in chosen}
+    near: dict[uuid.UUID, float] = {}
+    for cid, score in candidates:
+        if cid not in have:
+            near.setdefault(cid, score)
+    pool = _as_chunks(list(near.items()), layer, found, similarity)
+    return keep_both_sides(chosen, pool, want, lambda c: c.passage)[0]
 
 
 async def rank(
@@ -241,6 +267,9 @@ async def rank(
 
     want = max(options.k, settings.rerank_candidates if options.rerank else 0)
     chunks = _chosen(picked, layer, found, similarity, want, options, settings)
+    if options.keep_conflicts:  # diversity and the threshold must not drop one side
+        near = picked[: 2 * want] + scored[: 2 * want]  # the layer's best, then any
+        chunks = _with_partners(chunks, near, layer, found, similarity, want)
     clock.lap("diversify")
     return layer, chunks
 

@@ -78,6 +78,28 @@ async def test_both_sides_survive_diversity_the_top_k_and_the_budget(services, n
     assert "## Conflicts" in response["answerHints"] and conflict.first in response["answerHints"]
 
 
+async def test_a_side_just_under_the_threshold_is_kept_with_its_partner(services, new_user):
+    user = await new_user("conflict-threshold")
+    runs = "The Kestrel Bay ferry runs on Sundays during the summer season."
+    does_not = "The Kestrel Bay ferry does not run on Sundays during the summer season."
+    ids = {}
+    for name, body in [("runs", runs), ("not", does_not), ("f0", FILLERS[0]), ("f1", FILLERS[1])]:
+        doc = await ingest_bytes(services, user.id, body.encode(), f"{name}.txt")
+        ids[name] = doc.document_id
+    scope = SearchScope(user_id=user.id)
+    question = "Does the Kestrel Bay ferry run on Sundays?"
+    # the negation is less similar to the question (0.69 against 0.87 with the local
+    # embedder): the 0.7 threshold alone would keep only one side
+    alone = await knowledge_search(
+        services, scope, question, SearchOptions(k=2, threshold=0.7, keep_conflicts=False)
+    )
+    assert {c.record.document_id for c in alone.context.chunks} == {ids["runs"]}
+    both = await knowledge_search(services, scope, question, SearchOptions(k=2, threshold=0.7))
+    assert {c.record.document_id for c in both.context.chunks} == {ids["runs"], ids["not"]}
+    [conflict] = both.conflicts
+    assert conflict.kind == "negation"
+
+
 def _ask(question: str):
     return {"messages": [HumanMessage(question)]}
 
