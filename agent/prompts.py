@@ -30,7 +30,8 @@ CONFLICT_PAIR = "- {first} says {first_value}, but {second} says {second_value}"
 CONFLICT_HEADING = "**Conflict detected.** My sources disagree:"
 
 CONFLICT_QUESTION = (
-    "Which source should I trust: {first} ({first_value}) or {second} ({second_value})?"
+    "Which source should I trust: {first}, which says {first_value}, or {second}, which says "
+    "{second_value}?"
 )
 
 GENERAL_SYSTEM = """You are {name}, a friendly assistant for exploring the user's documents and books.

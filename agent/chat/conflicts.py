@@ -37,6 +37,14 @@ def shown(conflicts: Sequence[dict] | None, retrieved: Iterable[dict]) -> list[d
     return [c for c in conflicts or () if c["first"] in ids and c["second"] in ids]
 
 
+def _said(conflict: dict, side: str) -> str:
+    """What one side says: its value, or for a negation ("yes"/"no" alone says nothing)
+    its sentence, quoted."""
+    if conflict["kind"] == "negation":
+        return f'"{conflict[f"{side}_sentence"].rstrip(".")}"'
+    return conflict[f"{side}_value"]
+
+
 def conflict_note(conflicts: Sequence[dict]) -> str:
     """What the model is told after the passages: which ones disagree, on what."""
     if not conflicts:
@@ -44,9 +52,9 @@ def conflict_note(conflicts: Sequence[dict]) -> str:
     pairs = "\n".join(
         prompts.CONFLICT_PAIR.format(
             first=c["first"],
-            first_value=c["first_value"],
+            first_value=_said(c, "first"),
             second=c["second"],
-            second_value=c["second_value"],
+            second_value=_said(c, "second"),
         )
         for c in conflicts
     )
@@ -71,8 +79,8 @@ def trust_question(conflicts: Sequence[dict]) -> str:
     """The question asking which source of each conflict to trust."""
     return " ".join(
         prompts.CONFLICT_QUESTION.format(
-            first_value=c["first_value"],
-            second_value=c["second_value"],
+            first_value=_said(c, "first"),
+            second_value=_said(c, "second"),
             first=_label(c["first_source"], c["first"]),
             second=_label(c["second_source"], c["second"]),
         )

@@ -225,9 +225,10 @@ def test_the_answer_shows_both_sides_and_asks_which_source_to_trust():
     assert [(c["first"], c["second"], c["kind"]) for c in conflicts] == [
         (yes.citation_id, no.citation_id, "negation")
     ]
-    assert yes.citation_id in conflict_note(conflicts) and "which source" in conflict_note(
-        conflicts
-    )
+    note = conflict_note(conflicts)
+    assert yes.citation_id in note and no.citation_id in note and "which source" in note
+    # a negation's sides are told by their sentences ("yes" / "no" alone say nothing)
+    assert '"The Kestrel Bay ferry does not run on Sundays"' in note
     one_side = Answer(
         text=f"The ferry runs on Sundays {yes.citation_id}.",
         route="hybrid",
@@ -237,6 +238,7 @@ def test_the_answer_shows_both_sides_and_asks_which_source_to_trust():
     )
     shown = show_conflicts(one_side, conflicts, retrieved)
     assert "Conflict detected" in shown.text and "Which source should I trust" in shown.text
+    assert 'which says "The Kestrel Bay ferry runs on Sundays"' in shown.text
     assert set(cited_ids(shown.text)) == {yes.citation_id, no.citation_id}
     assert [c["id"] for c in shown.citations] == [yes.citation_id, no.citation_id]
     assert "notice" in shown.sources[-1]
