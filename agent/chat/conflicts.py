@@ -9,12 +9,20 @@ Conflicts are the JSON form of :class:`agent.retrieval.conflicts.Conflict` (``fi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from agent import prompts
 from agent.chat.answering import Answer
 from agent.retrieval.citations import cited_ids, unique
 from agent.retrieval.conflicts import Passage, find_conflicts
+
+_TRUST_QUESTION = re.compile(r"[^.!?\n]*\btrust\b[^.!?\n]*\?", re.IGNORECASE)
+
+
+def asks_which_to_trust(text: str) -> bool:
+    """Whether ``text`` asks a question about trusting a source (not merely says "trust")."""
+    return _TRUST_QUESTION.search(text) is not None
 
 
 def passages(retrieved: Iterable[dict]) -> list[Passage]:
@@ -98,7 +106,7 @@ def show_conflicts(answer: Answer, conflicts: Sequence[dict], retrieved: list[di
     missing = [c for c in conflicts if not {c["first"], c["second"]} <= cited]
     if missing:
         answer.text = f"{answer.text.rstrip()}\n\n{conflict_section(missing)}"
-    elif "trust" not in answer.text.lower():
+    elif not asks_which_to_trust(answer.text):
         answer.text = f"{answer.text.rstrip()}\n\n{trust_question(conflicts)}"
     have = {c["id"] for c in answer.citations}
     by_id = {c["id"]: c for c in retrieved}

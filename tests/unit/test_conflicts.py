@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agent.chat.answering import Answer
-from agent.chat.conflicts import conflict_note, detect, show_conflicts
+from agent.chat.conflicts import asks_which_to_trust, conflict_note, detect, show_conflicts
 from agent.db.chunks import ChunkRecord
 from agent.retrieval.citations import cited_ids
 from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
@@ -246,6 +246,11 @@ def test_the_answer_shows_both_sides_and_asks_which_source_to_trust():
     both = f"{yes.citation_id} says yes, {no.citation_id} says no. Which source do you trust?"
     answer = Answer(text=both, route="hybrid", model_used="x")
     assert show_conflicts(answer, conflicts, retrieved).text == both
+    # both cited and "trust" said, but nothing asked (a small model echoing its instructions)
+    echo = f"{yes.citation_id} yes, {no.citation_id} no. Ask the user which source to trust."
+    answer = Answer(text=echo, route="h", model_used="x")
+    assert show_conflicts(answer, conflicts, retrieved).text.endswith("?")
+    assert not asks_which_to_trust(echo) and asks_which_to_trust("Which do you trust more?")
     # both cited but no question: only the question is added
     answer = Answer(text=f"Yes {yes.citation_id}, no {no.citation_id}.", route="h", model_used="x")
     asked = show_conflicts(answer, conflicts, retrieved).text
