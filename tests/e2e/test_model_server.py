@@ -78,8 +78,14 @@ def test_the_installed_llama_cpp_is_the_pinned_portable_build():
 
 
 def test_the_avx512_build_beside_it_has_no_amx():
+    # the build's flags, whatever this CPU has: AVX-512 on, AMX and native tuning off
+    script = (ROOT / "scripts" / "install-llama-cpp.sh").read_text()
+    assert "-DGGML_NATIVE=OFF" in script and "-DGGML_AVX512=ON" in script
+    assert all(f"-DGGML_{amx}=OFF" in script for amx in ("AMX_TILE", "AMX_INT8", "AMX_BF16"))
     if not kernels.AVX512.installed():
         pytest.skip("no AVX-512 build installed (not x86-64, or its build failed)")
+    if not kernels.AVX512.cpu_flags <= kernels.cpu_flags():
+        pytest.skip("this CPU lacks AVX-512: the build cannot even be loaded here")
     features = build_features(kernels.AVX512)
     assert features["AVX512"] and features["AVX2"]
     assert not any(on for name, on in features.items() if name.startswith("AMX"))
