@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from api.cli.common import JsonOption, err, fail, out, run_with_services
 
@@ -110,7 +110,13 @@ def users_list(as_json: JsonOption = False) -> None:
     if as_json:
         print(json.dumps(users, indent=2))
         return
-    table = Table("name", "id", "monthly limit", "turns this month")
+    # names and ids are what the other commands take: shown whole, never cut with "…"
+    table = Table(
+        Column("name", overflow="fold"),
+        Column("id", overflow="fold"),
+        "monthly limit",
+        "turns this month",
+    )
     for u in users:
         limit = "unlimited" if u["monthly_limit"] is None else str(u["monthly_limit"])
         table.add_row(
