@@ -94,9 +94,14 @@ EVAL_USER = "answers-eval"
 async def ingest_documents(
     services: Services, user: str, paths: list[Path], log: Log = quiet
 ) -> tuple[dict[Path, uuid.UUID], list[dict]]:
-    """Ingest every document for ``user`` (duplicates are reused); ids and setup figures."""
+    """Ingest every document for ``user`` (duplicates are reused); ids and setup figures.
+    Raises ``FileNotFoundError`` naming every missing file before anything is ingested."""
     from agent.ingest.pipeline import ingest_file
     from agent.library.accounts import resolve_user
+
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"documents not found: {', '.join(missing)}")
 
     owner = await resolve_user(services, user)
     ids: dict[Path, uuid.UUID] = {}
@@ -217,9 +222,6 @@ async def evaluate_answers(
 
     began = time.perf_counter()
     paths = list(dict.fromkeys(p for item in items for p in item.documents))
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"documents not found: {', '.join(missing)}")
     results: list[QuestionResult] = []
     async with serving(services):
         ids, documents = await ingest_documents(services, user, paths, log)

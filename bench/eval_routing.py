@@ -209,9 +209,6 @@ async def evaluate_routing(
 
     began = time.perf_counter()
     paths = list(dict.fromkeys(p for item in items for p in item.books))
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"books not found: {', '.join(missing)}")
     results: list[RoutingResult] = []
     async with serving(services):
         ids, documents = await ingest_documents(services, user, paths, log)
