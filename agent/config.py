@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     local_chat_seed: int = Field(default=42, description="Sampling seed per call (-1: random).")
     local_chat_file: str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     local_chat_n_batch: int = 512
+    # MB of recent prompts' KV state the model process keeps (a follow-up resumes its chat's
+    # last exchange after other calls ran in between); 0: only the last prompt's
+    local_chat_prompt_cache_mb: int = Field(default=1024, ge=0)
     local_model_url: str | None = Field(
         default=None,
         description="URL of a running local model server (agent.model_server.process or any "
@@ -294,6 +297,17 @@ class Settings(BaseSettings):
         description="Passages for the 1.5B local model: it is easily misled by distractors "
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
+    # each passage cut to its best-matching sentences and their neighbours before the model
+    # reads it (agent.retrieval.focus; no parent windows): shorter prompts, fewer distractors
+    focus_context: bool = True
+    focus_sentences: int = Field(default=2, ge=1)
+    focus_neighbours: int = Field(default=1, ge=0)
+    # the local model rewrites follow-ups for search (~2 s before the first token); off: the
+    # last question's key terms are added. Hosted models always rewrite.
+    local_rewrite_follow_ups: bool = False
+    # a follow-up continues its chat's last grounded exchange (agent.chat.follow_up) while
+    # the whole stays under this many characters; 0: always a fresh prompt
+    follow_up_max_chars: int = Field(default=7000, ge=0)
     citation_preview_chars: int = 200
     dedupe_sentences: bool = True
     sentence_overlap_ratio: float = Field(

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage
@@ -58,6 +58,7 @@ from bench.answers_turn import ask_once
 from bench.answers_usage import UsageCollector, collect_usage
 from bench.common import database_settings, opened_services
 from bench.progress import Log, quiet
+from bench.prompt_speed import raw_prompt_speed
 
 __all__ = [
     "BENCH_DATABASE",
@@ -88,11 +89,16 @@ QUESTIONS: dict[str, list[str]] = {
     "global_summary": ["Summarize the book"],
     "chapter_summary": ["Summarize chapter 7"],
     "hybrid": ["Who is Dinah?", "What does the Caterpillar ask Alice?"],
+    "follow_up": ["What does Alice say about her?"],
     "deep_reasoning": ["Why does Alice keep changing size, and how does it affect her?"],
     "not_covered": ["What is the capital of Peru?"],
     "web_search": ["What is the latest news about Alice in Wonderland adaptations?"],
 }
 """Questions per path, in the order they are asked (``web_search`` only when configured)."""
+
+OPENERS: dict[str, str] = {"What does Alice say about her?": "Who is Dinah?"}
+"""A ``follow_up`` question is asked in the chat this question opened (not timed), on the
+same passages: the prefix cache should spare most of its prompt."""
 
 EXPECTED: dict[str, tuple[str, str]] = {
     "direct": ("direct", "direct"),
@@ -100,6 +106,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "global_summary": ("global_summary", "overview"),
     "chapter_summary": ("chapter_summary", "chapter"),
     "hybrid": ("hybrid", "generate"),
+    "follow_up": ("hybrid", "generate"),
     "deep_reasoning": ("deep_reasoning", "generate"),
     "not_covered": ("hybrid", "not_covered"),
     "web_search": ("web_search", "web_search"),
@@ -122,10 +129,26 @@ async def _warm_up(services: Services, model: str) -> None:
     await chat.ainvoke([HumanMessage("Say OK.")], max_tokens=2)
 
 
+async def _in_chat_of(graph, context, question: str):
+    """``context`` in the chat that ``question``'s opener starts (when it has one)."""
+    opener = OPENERS.get(question)
+    if opener is None:
+        return context
+    opened = await ask_once(graph, opener, context)
+    return replace(context, chat_id=opened["state"]["chat_id"])
+
+
 async def _ask_all(
-    graph, context, questions: dict[str, list[str]], repeat: int, web: bool, log: Log
+    graph,
+    context,
+    questions: dict[str, list[str]],
+    repeat: int,
+    web: bool,
+    log: Log,
+    prompt_speed: float | None = None,
 ) -> tuple[list[QuestionFigures], dict[str, str]]:
-    """Ask every path's questions ``repeat`` times; the rows, and the paths skipped (why)."""
+    """Ask every path's questions ``repeat`` times; the rows, and the paths skipped (why).
+    ``prompt_speed``: the model's raw prompt tokens/s, for each TTFT's floor."""
     rows: list[QuestionFigures] = []
     skipped: dict[str, str] = {}
     for path, asked in questions.items():
@@ -135,8 +158,9 @@ async def _ask_all(
         expected = EXPECTED[path]
         for question in asked:
             for run in range(repeat):
-                got = await ask_once(graph, question, context)
-                row = question_figures(path, question, run, expected, got)
+                turn_context = await _in_chat_of(graph, context, question)
+                got = await ask_once(graph, question, turn_context)
+                row = question_figures(path, question, run, expected, got, prompt_speed)
                 rows.append(row)
                 log(describe(row))
     return rows, skipped
@@ -152,7 +176,10 @@ def _notes(rows: list[QuestionFigures], summary: dict, llm_summaries: bool) -> l
     notes += [
         f"summaries for Path B: {summary['writer']} writer"
         + ("" if llm_summaries else " (fast setup; --llm-summaries for the chat model)"),
-        "questions asked one after another, each in a fresh chat, book in scope",
+        "questions asked one after another, each in a fresh chat (a follow-up in its "
+        "opener's), book in scope",
+        "floor: the tokens a turn's model calls read before the first answer token (the "
+        "prefix cache held the rest) at llama.cpp's raw prompt speed, measured in this run",
         "TTFT: first streamed answer token; direct streams none (TTFT = answer ready)",
         "tokens: every model call of the turn; background conversation-summary update apart",
     ]
@@ -189,10 +216,12 @@ async def bench_answers(
         if warmup:
             log(f"warming up {model}...")
             await _warm_up(services, model)
+        speed = await raw_prompt_speed(model, services.settings)
+        log(f"raw prompt speed: {speed} tokens/s")
         web = web_search_available(services.settings)
         context = Context(user=user, book=str(document_id), chat_model=model)
         load_before = list(os.getloadavg())
-        rows, skipped = await _ask_all(graph, context, questions, repeat, web, log)
+        rows, skipped = await _ask_all(graph, context, questions, repeat, web, log, speed)
         load_after = list(os.getloadavg())
         async with services.engine.connect() as conn:
             database = (await conn.execute(text("SELECT current_database()"))).scalar()
@@ -211,6 +240,7 @@ async def bench_answers(
         load_avg_after=[round(x, 2) for x in load_after],
         seconds=round(time.perf_counter() - began, 2),
         notes=_notes(rows, summary, llm_summaries),
+        prompt_tokens_per_s=speed,
     )
 
 

@@ -19,10 +19,11 @@ async def ensure_global_summary(
     """Make sure ``document_id`` has a global summary; the summary's setup figures.
 
     A stored summary is kept, except that ``summary_spec`` other than ``extractive``
-    (``--llm-summaries``) writes whatever that model has not written yet.
+    (``--llm-summaries``) writes whatever that model has not written yet. A document too
+    short to need summaries (a short article) is noted (``skipped``) and left without one.
     """
     from agent.db import summaries as store
-    from agent.summaries.builder import summarize_document
+    from agent.summaries.builder import NothingToSummarize, summarize_document
     from agent.summaries.writers import summary_writer
 
     async with services.engine.connect() as conn:
@@ -31,7 +32,11 @@ async def ensure_global_summary(
     if doc is None or not doc.global_summary or summary_spec != "extractive":
         log(f"writing summaries ({summary_spec} writer)...")
         writer = await summary_writer(services.settings, summary_spec)
-        report = await summarize_document(services, document_id, writer=writer)
+        try:
+            report = await summarize_document(services, document_id, writer=writer)
+        except NothingToSummarize as short:
+            log(f"no summary: {short}")
+            return {**summary, "reused": False, "skipped": str(short), "model": None, "chars": 0}
         summary.update(
             reused=False,
             seconds=round(report.seconds, 2),

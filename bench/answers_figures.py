@@ -9,6 +9,22 @@ import numpy as np
 
 from graphs.streaming import ANSWER_NODES
 
+BEFORE_LOCAL: dict[str, tuple[float, float]] = {
+    "hybrid": (7.9, 10.0),
+    "deep_reasoning": (10.3, 22.0),
+    "global_summary": (5.2, 14.0),
+}
+"""TTFT and total p50 (s) of the local model on 2 cores before the prompts were focused and
+the prefix cache kept warm (README, issue 22): printed beside each run's figures."""
+
+
+def before(path: str, model: str) -> str:
+    """``TTFT / total`` before (s), for the local model's paths that were measured."""
+    if model != "local" or path not in BEFORE_LOCAL:
+        return ""
+    ttft, total = BEFORE_LOCAL[path]
+    return f"{ttft} / {total}"
+
 
 @dataclass
 class QuestionFigures:
@@ -43,6 +59,11 @@ class QuestionFigures:
     background_tokens: int
     nodes: list[str]
     answer: str
+    tokens_read: int = 0
+    """Input tokens the model read before answering (its prefix cache held the rest)."""
+    floor_s: float | None = None
+    """The physical floor of the TTFT: ``tokens_read`` at llama.cpp's raw prompt speed."""
+    ttft_over_floor: float | None = None
 
 
 @dataclass
@@ -58,6 +79,8 @@ class PathFigures:
     tokens_in_mean: float | None = None
     tokens_out_mean: float | None = None
     route_matches: int = 0
+    floor_p50_s: float | None = None
+    ttft_over_floor_p50: float | None = None
     skipped: str | None = None
 
 
@@ -78,6 +101,8 @@ class AnswersFigures:
     load_avg_after: list[float]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    prompt_tokens_per_s: float | None = None
+    """llama.cpp's raw prompt speed in this run (``None``: not the local model)."""
 
     def path(self, name: str) -> PathFigures:
         """The figures of one path."""
@@ -98,11 +123,27 @@ def _tokens(got: dict, tokens_used: int) -> tuple[str, int, int]:
     return "none", 0, 0
 
 
+def _floor(got: dict, prompt_speed: float | None) -> tuple[float | None, float | None]:
+    """The TTFT's floor (s) and the TTFT over it, when the model's speed is known."""
+    read = got.get("tokens_read") or 0
+    if not prompt_speed or not read or not got["streamed"]:
+        return None, None
+    floor = read / prompt_speed
+    return round(floor, 3), round(got["ttft"] / floor, 3)
+
+
 def question_figures(
-    path: str, question: str, run: int, expected: tuple[str, str], got: dict
+    path: str,
+    question: str,
+    run: int,
+    expected: tuple[str, str],
+    got: dict,
+    prompt_speed: float | None = None,
 ) -> QuestionFigures:
     """One asked question's row from what :func:`bench.answers_turn.ask_once` returned;
-    ``expected``: the route and the answering node the path should take."""
+    ``expected``: the route and the answering node the path should take; ``prompt_speed``:
+    the model's raw prompt tokens/s (for the TTFT's floor)."""
+    floor, ratio = _floor(got, prompt_speed)
     route, node = expected
     state = got["state"]
     answered_by = next((n for n in reversed(got["nodes"]) if n in ANSWER_NODES), None)
@@ -131,6 +172,9 @@ def question_figures(
         background_tokens=got["background_tokens"],
         nodes=got["nodes"],
         answer=str(state.get("answer", ""))[:400],
+        tokens_read=int(got.get("tokens_read") or 0),
+        floor_s=floor,
+        ttft_over_floor=ratio,
     )
 
 
@@ -140,10 +184,13 @@ def describe(row: QuestionFigures) -> str:
         f"{row.path}: {row.question!r} -> route {row.route} via {row.answered_by}"
         f"{'' if row.matches else ' (MISMATCH)'}; TTFT {row.ttft_s} s, "
         f"total {row.total_s} s, tokens {row.tokens_in}/{row.tokens_out}"
+        + (f", read {row.tokens_read} (floor {row.floor_s} s)" if row.floor_s else "")
     )
 
 
 def _path_figures(path: str, rows: list[QuestionFigures]) -> PathFigures:
+    floors = [r.floor_s for r in rows if r.floor_s is not None]
+    ratios = [r.ttft_over_floor for r in rows if r.ttft_over_floor is not None]
     return PathFigures(
         path=path,
         questions=len({r.question for r in rows}),
@@ -154,6 +201,8 @@ def _path_figures(path: str, rows: list[QuestionFigures]) -> PathFigures:
         tokens_in_mean=round(sum(r.tokens_in for r in rows) / len(rows), 1),
         tokens_out_mean=round(sum(r.tokens_out for r in rows) / len(rows), 1),
         route_matches=sum(r.matches for r in rows),
+        floor_p50_s=_p50(floors) if floors else None,
+        ttft_over_floor_p50=_p50(ratios) if ratios else None,
     )
 
 

@@ -42,6 +42,7 @@ async def ask_once(graph, question: str, context) -> dict:
                 final = event.state
         total = time.perf_counter() - started
         calls, tokens_in, tokens_out = usage.snapshot()
+        tokens_read = usage.read_tokens
         stock_models = len(stock.usage_metadata)
     background = await _drain_background()
     return {
@@ -53,6 +54,7 @@ async def ask_once(graph, question: str, context) -> dict:
         "calls": calls,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
+        "tokens_read": tokens_read,
         "stock_models": stock_models,
         "background_s": background,
         "background_tokens": usage.input_tokens + usage.output_tokens - tokens_in - tokens_out,

@@ -26,6 +26,8 @@ class UsageCollector(BaseCallbackHandler):
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.read_tokens = 0
+        """Input tokens the model had to read: less those its prefix cache held."""
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         """Add one finished call's usage (streamed calls end with their merged message)."""
@@ -40,6 +42,8 @@ class UsageCollector(BaseCallbackHandler):
             self.calls += 1
             self.input_tokens += usage.get("input_tokens", 0)
             self.output_tokens += usage.get("output_tokens", 0)
+            cached = (usage.get("input_token_details") or {}).get("cache_read") or 0
+            self.read_tokens += max(usage.get("input_tokens", 0) - cached, 0)
 
     def snapshot(self) -> tuple[int, int, int]:
         """Calls, input tokens and output tokens so far."""

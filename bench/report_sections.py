@@ -107,27 +107,35 @@ def _retrieval_md(r: dict) -> list[str]:
 
 
 def _answers_md(r: dict) -> list[str]:
+    from bench.answers_figures import before
+
     rows = []
     for p in r["paths"]:
         if p["skipped"]:
-            rows.append([p["path"], p["questions"], f"skipped: {p['skipped']}", "", "", "", "", ""])
+            rows.append([p["path"], p["questions"], f"skipped: {p['skipped']}", *[""] * 8])
             continue
         rows.append(
             [
                 p["path"],
                 p["questions"],
                 p["ttft_p50_s"],
+                p.get("floor_p50_s") or "",
+                p.get("ttft_over_floor_p50") or "",
                 p["total_p50_s"],
+                before(p["path"], r["model"]),
                 p["total_max_s"],
                 p["tokens_in_mean"],
                 p["tokens_out_mean"],
                 f"{p['route_matches']}/{p['runs']}",
             ]
         )
-    headers = ["path", "questions", "TTFT p50 s", "total p50 s", "total max s"]
+    headers = ["path", "questions", "TTFT p50 s", "floor p50 s", "TTFT/floor", "total p50 s"]
+    headers += ["before: TTFT / total", "total max s"]
     return [
         f"Model `{r['model']}`, book {r['book']['title']} ({r['book']['chunks']} chunks); "
-        f"global summary by the {r['summary']['writer']} writer.",
+        f"global summary by the {r['summary']['writer']} writer; raw prompt speed "
+        f"{r.get('prompt_tokens_per_s')} tokens/s (the floor: tokens read before the first "
+        "answer token at that speed).",
         markdown_table([*headers, "tokens in", "tokens out", "routed as expected"], rows),
         f"Load average {r['load_avg_before']} before, {r['load_avg_after']} after.",
     ]

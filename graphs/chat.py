@@ -42,11 +42,12 @@ from agent.chat.books import resolve_book
 from agent.chat.chapters import chapter_turn, chapter_update, finish_chapter_answer
 from agent.chat.cited_answer import (
     answer_model,
+    answer_prompt,
     answer_temperature,
-    cited_answer_messages,
     finish_cited_answer,
     not_covered_answer,
     not_covered_messages,
+    remember_exchange,
 )
 from agent.chat.finished_turn import (
     save_answered_turn,
@@ -248,16 +249,19 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Answer from the context with inline ``#chk_`` citations (and ``#web_N`` when a web
     search ran), then guard them."""
     settings = (await get_services()).settings
+    prompt = answer_prompt(settings, state)  # a follow-up continues the last exchange
     reply = await stream_reply(
         runtime,
         state,
-        cited_answer_messages(settings, state),
+        prompt.messages,
         answer_temperature(settings, state),
         default=answer_model(settings, state),
     )
-    return answer_update(
-        finish_cited_answer(reply.text, state, model=reply.model, tokens=reply.tokens)
+    remember_exchange(state, prompt, reply.text)
+    answer = finish_cited_answer(
+        reply.text, state, model=reply.model, tokens=reply.tokens, citable=prompt.citable
     )
+    return answer_update(answer)
 
 
 async def save(state: ChatState, runtime: Runtime[Context]) -> dict:

@@ -8,6 +8,7 @@ notice that the documents do not cover the question with a brief general answer.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -21,6 +22,14 @@ from agent.chat.answering import (
     mixed_messages,
 )
 from agent.chat.conflicts import conflict_note, show_conflicts, shown
+from agent.chat.follow_up import (
+    EXCHANGES,
+    Exchange,
+    ExchangeLog,
+    can_continue,
+    continue_exchange,
+    scope_key,
+)
 from agent.config import Settings
 
 
@@ -65,6 +74,41 @@ def _with_conflicts(context: str, state: Mapping[str, Any]) -> str:
     return f"{context}\n\n{note}" if context and note else context
 
 
+@dataclass(frozen=True)
+class AnswerPrompt:
+    """What the answering model is sent, and the passages it may cite."""
+
+    messages: list[BaseMessage]
+    citable: list[dict]
+    continued: bool = False
+    """True: the chat's last exchange continued (:mod:`agent.chat.follow_up`)."""
+
+
+def answer_prompt(
+    settings: Settings, state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANGES
+) -> AnswerPrompt:
+    """The answering prompt: a follow-up continues the chat's last grounded exchange when
+    it can (the model's cache then holds all but the new question), else
+    :func:`cited_answer_messages`."""
+    previous = exchanges.last(state["chat_id"]) if can_continue(state) else None
+    if previous is not None:
+        continued = continue_exchange(previous, state, settings.follow_up_max_chars)
+        if continued is not None:
+            return AnswerPrompt(continued.messages, continued.citable, continued=True)
+    return AnswerPrompt(cited_answer_messages(settings, state), _evidence(state)[1])
+
+
+def remember_exchange(
+    state: Mapping[str, Any], prompt: AnswerPrompt, raw: str, exchanges: ExchangeLog = EXCHANGES
+) -> None:
+    """Keep this turn's exchange for a follow-up to continue (plain grounded answers only)."""
+    if can_continue(state) and raw:
+        exchange = Exchange(tuple(prompt.messages), raw, tuple(prompt.citable), scope_key(state))
+        exchanges.remember(state["chat_id"], exchange)
+    else:
+        exchanges.forget(state["chat_id"])
+
+
 def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:
     """Messages for answering from the passages, and from the web results when a web search
     ran."""
@@ -84,12 +128,20 @@ def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[
     )
 
 
-def finish_cited_answer(raw: str, state: Mapping[str, Any], *, model: str, tokens: int) -> Answer:
+def finish_cited_answer(
+    raw: str,
+    state: Mapping[str, Any],
+    *,
+    model: str,
+    tokens: int,
+    citable: list[dict] | None = None,
+) -> Answer:
     """The answer with its citations guarded (only what the turn found can be cited), and
     both sides of each conflict in its context shown (:mod:`agent.chat.conflicts`).
 
-    ``model`` is the answering model's label for ``model_used``."""
-    _, retrieved = _evidence(state)
+    ``model`` is the answering model's label for ``model_used``; ``citable``: the passages
+    the prompt showed, when not just the turn's (a continued exchange)."""
+    retrieved = _evidence(state)[1] if citable is None else citable
     if state.get("web_context"):
         answer = finish_mixed(
             raw,

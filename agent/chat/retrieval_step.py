@@ -102,7 +102,8 @@ async def retrieve_context(
     settings = services.settings
     mode = search_mode(state)
     memory = _chat_memory(state)
-    query = await standalone_question(model, state["question"], memory)
+    rewrite = spec != "local" or settings.local_rewrite_follow_ups
+    query = await standalone_question(model, state["question"], memory, rewrite=rewrite)
     chat_id = uuid.UUID(state["chat_id"])
     numbers = question_numbers(state["question"])
     # embedded once for the documents and the earlier discussions

@@ -242,15 +242,19 @@ def _clean_rewrite(reply: str) -> str:
     return line.strip().strip("\"“”'").strip()
 
 
-async def standalone_question(model: BaseChatModel, question: str, memory: ChatMemory) -> str:
+async def standalone_question(
+    model: BaseChatModel, question: str, memory: ChatMemory, *, rewrite: bool = True
+) -> str:
     """``question`` made standalone from the conversation, for retrieval.
 
     Unchanged (and without a model call) when there is no history or the question does
-    not look like a follow-up; unchanged on any model error or unusable reply.
+    not look like a follow-up; unchanged on any model error or unusable reply. Without
+    ``rewrite`` (or with the extractive model) the last question's key terms are added
+    instead of a model call (the CPU model's rewrite costs seconds before the first token).
     """
     if not memory.has_history or not looks_like_follow_up(question):
         return question
-    if is_extractive(model):
+    if not rewrite or is_extractive(model):
         return fallback_standalone(question, memory)
     history = history_block(memory)
     if memory.summary and memory.recent:

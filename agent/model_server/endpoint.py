@@ -118,6 +118,7 @@ def new_supervisor(settings: Settings, port: int | None = None) -> ModelSupervis
         n_ctx=settings.local_chat_n_ctx,
         n_threads=settings.local_chat_threads,
         n_batch=settings.local_chat_n_batch,
+        prompt_cache_mb=settings.local_chat_prompt_cache_mb,
     )
     from agent.model_server.kernels import cpu_flags
 

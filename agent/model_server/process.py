@@ -54,12 +54,23 @@ def _with_stream_usage(create_chat_completion):
 
     @functools.wraps(create_chat_completion)
     def wrapper(self, *args: Any, **kwargs: Any):
+        import llama_cpp
+
+        # llama.cpp's counters then tell the prompt tokens this request read (the rest came
+        # from the KV cache or the prompt cache)
+        llama_cpp.llama_perf_context_reset(self._ctx.ctx)
         result = create_chat_completion(self, *args, **kwargs)
         if not kwargs.get("stream"):
             return result
         return _counted(self, result)
 
     return wrapper
+
+
+def _prompt_tokens_read(llama) -> int:
+    import llama_cpp
+
+    return int(llama_cpp.llama_perf_context(llama._ctx.ctx).n_p_eval)
 
 
 def _counted(llama, chunks: Iterator[dict]) -> Iterator[dict]:
@@ -73,6 +84,7 @@ def _counted(llama, chunks: Iterator[dict]) -> Iterator[dict]:
         return
     # the context after the turn holds the prompt and the reply
     read = max(int(llama.n_tokens) - written, 0)
+    cached = max(read - _prompt_tokens_read(llama), 0)
     yield {
         "id": last.get("id"),
         "object": "chat.completion.chunk",
@@ -83,24 +95,40 @@ def _counted(llama, chunks: Iterator[dict]) -> Iterator[dict]:
             "prompt_tokens": read,
             "completion_tokens": written,
             "total_tokens": read + written,
+            # OpenAI's field: langchain-openai reports it as input_token_details.cache_read
+            "prompt_tokens_details": {"cached_tokens": cached},
         },
     }
 
 
 def build_app(
-    model: str, alias: str, *, n_ctx: int, n_threads: int, n_batch: int, host: str, port: int
+    model: str,
+    alias: str,
+    *,
+    n_ctx: int,
+    n_threads: int,
+    n_batch: int,
+    host: str,
+    port: int,
+    prompt_cache_mb: int = 0,
 ):
-    """llama-cpp-python's server app for ``model`` with Quire's routes added (loads it)."""
+    """llama-cpp-python's server app for ``model`` with Quire's routes added (loads it).
+
+    ``prompt_cache_mb`` > 0 keeps the KV state of recent prompts (and their replies) in
+    memory: a request continues from the longest cached prefix, even after other prompts
+    (a chat summary, another chat) ran in between."""
     import llama_cpp
     from llama_cpp.server.app import create_app, get_llama_proxy
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    from agent.model_server.prompt_cache import use_lean_states
     from agent.model_server.scoring import likelihood_scores_sync
 
     if not getattr(llama_cpp.Llama.create_chat_completion, "__wrapped__", None):
         llama_cpp.Llama.create_chat_completion = _with_stream_usage(
             llama_cpp.Llama.create_chat_completion
         )
+    use_lean_states()
     model_settings = ModelSettings(
         model=model,
         model_alias=alias,
@@ -111,6 +139,9 @@ def build_app(
         # the server's default (True) keeps logits for every prompt token: 2.5 GB at 4,096
         # tokens and slower prompt reading; rerank asks for the positions it needs itself
         logits_all=False,
+        cache=prompt_cache_mb > 0,
+        cache_type="ram",
+        cache_size=max(prompt_cache_mb, 1) << 20,
         verbose=False,
     )
     server_settings = ServerSettings(host=host, port=port, interrupt_requests=False)
@@ -177,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--n-batch", type=int, default=512)
+    parser.add_argument("--prompt-cache-mb", type=int, default=0)
     args = parser.parse_args(argv)
     app = build_app(
         args.model,
@@ -184,6 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         n_ctx=args.n_ctx,
         n_threads=args.n_threads,
         n_batch=args.n_batch,
+        prompt_cache_mb=args.prompt_cache_mb,
         host=args.host,
         port=args.port,
     )

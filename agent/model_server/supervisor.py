@@ -324,7 +324,14 @@ class ModelSupervisor:
 
 
 def model_command(
-    model_path: Path, port: int, *, alias: str, n_ctx: int, n_threads: int, n_batch: int
+    model_path: Path,
+    port: int,
+    *,
+    alias: str,
+    n_ctx: int,
+    n_threads: int,
+    n_batch: int,
+    prompt_cache_mb: int = 0,
 ) -> list[str]:
     """The command line of the model process."""
     return [
@@ -343,4 +350,6 @@ def model_command(
         str(n_threads),
         "--n-batch",
         str(n_batch),
+        "--prompt-cache-mb",
+        str(prompt_cache_mb),
     ]

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
 from agent.text import content_terms
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
@@ -53,13 +54,37 @@ def unknown_citations(answer: str, known: Iterable[str]) -> int:
     )
 
 
-def _best_support(terms: set[str], chunks: Sequence[CitableChunk], vocab: dict) -> tuple[str, int]:
-    best_id, best = chunks[0].citation_id, -1
-    for c in chunks:  # ties go to the better-ranked chunk
-        overlap = len(terms & vocab[c.citation_id])
-        if overlap > best:
-            best_id, best = c.citation_id, overlap
-    return best_id, best
+@dataclass(frozen=True)
+class _Passages:
+    """The context chunks as the guard compares them: content words and anchor words."""
+
+    chunks: Sequence[CitableChunk]
+    terms: dict[str, set[str]]
+    words: dict[str, set[str]]
+    names: set[str]
+
+    @classmethod
+    def of(cls, chunks: Sequence[CitableChunk]) -> _Passages:
+        names: set[str] = set()
+        for c in chunks:
+            names |= names_in(c.text)
+        return cls(
+            chunks,
+            {c.citation_id: _terms(c.text) for c in chunks},
+            {c.citation_id: anchor_vocabulary(c.text) for c in chunks},
+            names,
+        )
+
+    def best(self, terms: set[str], marks: set[str]) -> tuple[str, int, int]:
+        """The chunk holding most of the sentence's names and numbers, then most of its
+        words (ties go to the better-ranked chunk): its id, anchors and words in common."""
+        best_id, best = self.chunks[0].citation_id, (-1, -1)
+        for c in self.chunks:
+            cid = c.citation_id
+            score = (len(marks & self.words[cid]), len(terms & self.terms[cid]))
+            if score > best:
+                best_id, best = cid, score
+        return best_id, *best
 
 
 def _with_citation(sentence: str, cid: str) -> str:
@@ -71,13 +96,42 @@ def _with_citation(sentence: str, cid: str) -> str:
     return f"{stripped[:end]} {cid}{stripped[end:]}{trail}"
 
 
+def _recite(sentence: str, passages: _Passages, min_support: int) -> str:
+    """One sentence with its citation moved to, or given, the chunk that supports it."""
+    plain = CITATION_RE.sub(" ", sentence)
+    terms, marks = _terms(plain), anchors(plain, passages.names)
+    ids = cited_ids(sentence)
+    if len(terms) < min_support and not (ids and marks):
+        return sentence
+    best_id, best_marks, best_terms = passages.best(terms, marks)
+    if not ids:
+        return _with_citation(sentence, best_id) if best_terms >= min_support else sentence
+    covered = set().union(*(passages.words[i] for i in ids)) & marks
+    supported = max(len(terms & passages.terms[i]) for i in ids)
+    # the name or figure the sentence states is in another passage than the one it cites;
+    # or, names alike, another passage shares far more of its words
+    moved = best_marks > len(covered) and best_terms > 0
+    moved = moved or (
+        best_marks >= len(covered)
+        and best_terms >= min_support
+        and best_id not in ids
+        and supported * 2 < best_terms
+    )
+    if moved:
+        for i in ids:
+            sentence = sentence.replace(i, best_id)
+    return sentence
+
+
 def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: int = 3) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
     1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context.
-    2. Per sentence: if the cited chunk shares far fewer content words with the sentence
-       than another context chunk (at least ``min_support`` words), cite that one instead;
-       a sentence with no citation gets the chunk it clearly comes from, if any.
+    2. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
+       to the chunk that has more of them (:mod:`agent.retrieval.anchors`); one whose chunk
+       shares far fewer content words with the sentence than another context chunk (at
+       least ``min_support`` words) moves to that one; a sentence with no citation gets the
+       chunk it clearly comes from, if any.
     """
     known = {c.citation_id for c in chunks}
 
@@ -90,25 +144,10 @@ def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: in
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
     if not chunks:
         return cleaned
-    vocab = {c.citation_id: _terms(c.text) for c in chunks}
-    out: list[str] = []
+    passages = _Passages.of(chunks)
     # a citation right after the full stop still belongs to that sentence
-    for sentence in re.split(r"(?<=[.!?])(?=\s(?!\s*#chk_))", cleaned):
-        terms = _terms(sentence)
-        ids = cited_ids(sentence)
-        if len(terms) < min_support:
-            out.append(sentence)
-            continue
-        best_id, best = _best_support(terms, chunks, vocab)
-        if ids:
-            supported = max(len(terms & vocab[i]) for i in ids)
-            if best >= min_support and best_id not in ids and supported * 2 < best:
-                for i in ids:
-                    sentence = sentence.replace(i, best_id)
-        elif best >= min_support:
-            sentence = _with_citation(sentence, best_id)
-        out.append(sentence)
-    return "".join(out)
+    sentences = re.split(r"(?<=[.!?])(?=\s(?!\s*#chk_))", cleaned)
+    return "".join(_recite(s, passages, min_support) for s in sentences)
 
 
 def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:

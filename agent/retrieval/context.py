@@ -120,11 +120,13 @@ class SentenceDeduper:
         self.dropped += dropped
 
 
-def _block_options(chunk: RetrievedChunk, paragraph: str, window: int, used_parents: set):
+def _block_options(chunk: RetrievedChunk, paragraph: str, window: int, used_parents: set | None):
     """The texts a chunk's block may hold: with its parent's window first (once per parent),
     then its paragraph alone."""
     record = chunk.record
     options = [[paragraph]]
+    if used_parents is None:  # no parent windows
+        return options
     if record.parent_id and record.parent_text and record.parent_id not in used_parents:
         context = parent_window(record.parent_text, record.text, max(window, len(record.text)))
         if context.strip() != record.text.strip():
@@ -161,12 +163,15 @@ def build_context(
     overlap: float = 0.8,
     paragraphs: dict[str, str] | None = None,
     keep: frozenset[str] | set[str] = frozenset(),
+    parents: bool = True,
 ) -> BuiltContext:
     """Blocks for ``chunks`` within ``max_chars`` (see the module docs).
 
     ``paragraphs`` replaces a chunk's paragraph by citation id (compressed text); an empty
     replacement means the chunk had nothing relevant and only its parent window is kept.
     ``keep``: citation ids whose blocks are never dropped (both sides of a conflict).
+    ``parents``: False leaves the parent windows out (the paragraphs were focused on the
+    question, :mod:`agent.retrieval.focus`).
     """
     paragraphs = paragraphs or {}
     window = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
@@ -187,7 +192,7 @@ def build_context(
         record = chunk.record
         must = reserved.pop(chunk.citation_id, None) is not None
         paragraph = paragraphs.get(chunk.citation_id, record.text)
-        options = _block_options(chunk, paragraph, window, used_parents)
+        options = _block_options(chunk, paragraph, window, used_parents if parents else None)
         room = max_chars - total - sum(reserved.values())
         chosen = _fitting_block(chunk, options, dedupe, room, not blocks, must)
         if chosen is None:

@@ -21,6 +21,7 @@ from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context
+from agent.retrieval.focus import focus_passages
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
 from agent.services import Services
@@ -92,6 +93,14 @@ async def knowledge_search(
             model = await achat_model(settings.chat_model, settings, 0.0)
         paragraphs = await compress_paragraphs(model, question, result.chunks)
     keep = {cid for conflict in result.conflicts for cid in conflict.ids}
+    focused = paragraphs is None and settings.focus_context
+    if focused:  # each passage cut to the sentences the question matches (no model call)
+        paragraphs = focus_passages(
+            question,
+            {c.citation_id: c.record.text for c in result.chunks},
+            hits=settings.focus_sentences,
+            neighbours=settings.focus_neighbours,
+        )
     if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(
@@ -101,6 +110,7 @@ async def knowledge_search(
         overlap=settings.sentence_overlap_ratio if settings.dedupe_sentences else 1.0,
         paragraphs=paragraphs,
         keep=keep,
+        parents=not focused,
     )
     result.metrics.context_chars = len(context.text)
     result.metrics.stages_ms["context"] = round((time.perf_counter() - started) * 1000, 2)

@@ -14,27 +14,37 @@ from api.cli.common import JsonOption, fail, log_dim, out, run_or_exit
 
 
 def _answers_table(figures) -> Table:
-    """One row per chat path: time to first token, total time, tokens, route matches."""
+    """One row per chat path: time to first token beside its floor, total time, the figures
+    before issue 22, tokens, route matches."""
+    from bench.answers_figures import before
+
     table = Table(
         Column("path", no_wrap=True),
         "questions",
         "TTFT p50 s",
+        "floor p50 s",
+        "TTFT/floor",
         "total p50 s",
+        "before: TTFT / total",
         "total max s",
         "tokens in",
         "tokens out",
         "route matches",
-        title=f"model {figures.model}, repeat {figures.repeat}",
+        title=f"model {figures.model}, repeat {figures.repeat}, raw prompt speed "
+        f"{figures.prompt_tokens_per_s} tokens/s",
     )
     for p in figures.paths:
         if p.skipped:
-            table.add_row(p.path, str(p.questions), f"skipped: {p.skipped}", *[""] * 5)
+            table.add_row(p.path, str(p.questions), f"skipped: {p.skipped}", *[""] * 8)
             continue
         table.add_row(
             p.path,
             str(p.questions),
             str(p.ttft_p50_s),
+            str(p.floor_p50_s or ""),
+            str(p.ttft_over_floor_p50 or ""),
             str(p.total_p50_s),
+            before(p.path, figures.model),
             str(p.total_max_s),
             str(p.tokens_in_mean),
             str(p.tokens_out_mean),

@@ -78,3 +78,30 @@ async def test_eval_answers_local_model_keeps_citations_valid(services):
     rows = [q for q in report.questions if q.system == "rag" and not q.unanswerable]
     assert sum(q.match for q in rows) >= 1, [q.answer for q in rows]
     assert all(q.cited > 0 for q in rows), [q.answer for q in rows]
+
+
+async def test_eval_answers_goes_on_past_a_document_too_short_to_summarize(services, tmp_path):
+    """Data sets of short articles are common: a document without sections gets no summary,
+    is noted, and its questions are still asked."""
+    from bench.eval_answers import evaluate_answers
+
+    (tmp_path / "bakery.txt").write_text(
+        "The corner bakery sells rye bread on market days. Its oven was built in 1911."
+    )
+    (tmp_path / "set.jsonl").write_text(
+        json.dumps(
+            {
+                "question": "When was the bakery oven built?",
+                "answers": ["1911"],
+                "document": "bakery.txt",
+            }
+        )
+        + "\n"
+    )
+    items = load_dataset(tmp_path / "set.jsonl")
+    report = await evaluate_answers(
+        services, items, model="extractive", user=f"eval-short-{uuid.uuid4().hex[:6]}"
+    )
+    assert "too short" in report.documents[0]["summary"]["skipped"]
+    rag = [q for q in report.questions if q.system == "rag"]
+    assert len(rag) == 1 and rag[0].match, rag[0].answer

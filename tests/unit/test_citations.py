@@ -79,3 +79,39 @@ def test_mmr_prefers_a_diverse_second_pick_and_limit_per_group_caps_parents():
         ("d", None),
         ("e", None),
     ]
+
+
+CHESHIRE_ALICE = CitableChunk(
+    "#chk_33333333",
+    "“I wonder if I shall see the Cat again,” said Alice to herself, “the Cheshire Cat.”",
+)
+
+
+def test_guard_moves_a_citation_to_the_passage_holding_the_name_it_states():
+    # both passages share the question's words (Alice, cat); only one holds the name given
+    for answer in ("Alice's cat is Dinah #chk_33333333.", "Dinah is Alice's cat #chk_33333333."):
+        fixed = guard_citations(answer, [CHESHIRE_ALICE, DINAH])
+        assert cited_ids(fixed) == [DINAH.citation_id], answer
+
+
+def test_guard_keeps_a_citation_whose_passage_holds_the_names_and_numbers():
+    bridge = CitableChunk("#chk_44444444", "The harbour bridge opened in 1932 after six years.")
+    other = CitableChunk("#chk_55555555", "Records say the harbour bridge opened in 1921.")
+    answer = "The bridge opened in 1932 #chk_44444444, not 1921 #chk_55555555."
+    assert guard_citations(answer, [other, bridge]) == answer
+    moved = guard_citations("It opened in 1932 #chk_55555555.", [other, bridge])
+    assert cited_ids(moved) == [bridge.citation_id]
+
+
+def test_anchors_are_names_and_numbers_not_sentence_openings():
+    from agent.retrieval.anchors import anchors, missing_anchors, names_in
+
+    assert anchors("However, the Queen shouted at 12,000 soldiers in 1865.") == {
+        "queen",
+        "12000",
+        "1865",
+    }
+    assert anchors("Dinah is the cat.") == set()
+    assert anchors("Dinah is the cat.", names_in(DINAH.text)) == {"dinah"}
+    assert missing_anchors("Her cat is called Mary Ann.", [DINAH.text]) == {"mary", "ann"}
+    assert missing_anchors("Her cat is called Dinah.", [DINAH.text]) == set()

@@ -1,0 +1,122 @@
+"""Names and numbers a sentence states: what its citation must contain.
+
+A small model often copies the right name from one passage and cites another passage near
+it. Content-word overlap cannot tell the two apart when both share the question's words
+("Alice", "cat"), but the name or the figure the sentence adds can: the cited passage must
+contain it. These helpers find those anchors and the words a passage offers for them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:[.,:]\d+)*")
+_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
+# capitalised words that are never names: pronouns, articles, question words and the
+# openings a model writes after a colon or a dash
+_NOT_NAMES = frozenset(
+    [
+        "i",
+        "a",
+        "an",
+        "the",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "you",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "my",
+        "your",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "yes",
+        "no",
+        "not",
+        "in",
+        "on",
+        "at",
+        "of",
+        "by",
+        "for",
+        "from",
+        "to",
+        "and",
+        "or",
+        "but",
+        "so",
+        "as",
+        "if",
+        "when",
+        "where",
+        "who",
+        "what",
+        "which",
+        "why",
+        "how",
+        "according",
+        "based",
+        "however",
+        "also",
+        "chapter",
+        "part",
+        "page",
+        "book",
+        "section",
+    ]
+)
+
+
+def _number(token: str) -> str:
+    return token.replace(",", "")
+
+
+def anchors(sentence: str, names: Iterable[str] = ()) -> set[str]:
+    """The lower-cased names (capitalised words after the first one) and numbers of
+    ``sentence``: what a passage it cites must contain. Every sentence opens with a
+    capital, so its first word counts only when it is one of ``names`` (lower-cased, e.g.
+    :func:`names_in` the passages)."""
+    first = _FIRST_WORD.match(sentence)
+    skip = first.end(1) if first else 0
+    found: set[str] = set()
+    if first and first.group(1)[0].isupper() and first.group(1).lower() in set(names):
+        found.add(first.group(1).lower())
+    for m in _WORD.finditer(sentence):
+        token = m.group(0)
+        if token[0].isdigit():
+            found.add(_number(token))
+        elif m.start() >= skip and token[0].isupper() and token.lower() not in _NOT_NAMES:
+            found.add(token.lower())
+    return found
+
+
+def names_in(text: str) -> set[str]:
+    """Lower-cased words ``text`` capitalises inside a sentence: the names it uses."""
+    found: set[str] = set()
+    for sentence in re.split(r"(?<=[.!?:;\"“”])\s+", text):
+        found |= {a for a in anchors(sentence) if not a[0].isdigit()}
+    return found
+
+
+def anchor_vocabulary(text: str) -> set[str]:
+    """Every word and number of ``text``, lower-cased, for matching :func:`anchors`."""
+    return {_number(t).lower() for t in _WORD.findall(text)}
+
+
+def missing_anchors(sentence: str, known: Iterable[str]) -> set[str]:
+    """The anchors of ``sentence`` found in none of the ``known`` texts (an invented name or
+    figure, when ``known`` is everything the model was shown)."""
+    vocabulary: set[str] = set()
+    for text in known:
+        vocabulary |= anchor_vocabulary(text)
+    return anchors(sentence) - vocabulary
