@@ -300,6 +300,7 @@ class Settings(BaseSettings):
     # each passage cut to its best-matching sentences and their neighbours before the model
     # reads it (agent.retrieval.focus; no parent windows): shorter prompts, fewer distractors
     focus_context: bool = True
+    drop_invented_claims: bool = True  # answer sentences naming what no passage holds
     focus_sentences: int = Field(default=2, ge=1)
     focus_neighbours: int = Field(default=1, ge=0)
     # the local model rewrites follow-ups for search (~2 s before the first token); off: the

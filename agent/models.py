@@ -198,11 +198,14 @@ class ExtractiveChatModel(BaseChatModel):
         return f"{self.notice}\n\n{text}" if self.notice else text
 
     def _extract(self, messages: list[BaseMessage]) -> str:
-        prompt = next((m.content for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-        prompt = prompt if isinstance(prompt, str) else str(prompt)
+        # the latest message first; a follow-up that continues an exchange has the earlier
+        # passages in the earlier messages
+        asked = [str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)]
+        prompt = asked[0] if asked else ""
         material, question = _split_request(prompt)
         wanted = content_terms(question)
         blocks = _BLOCK.findall(material or prompt)
+        blocks += [b for earlier in asked[1:] for b in _BLOCK.findall(earlier)]
         if not blocks and material.strip():
             return _gist(material, wanted)  # an overview prompt: a summary or a ToC, no ids
         best: tuple[int, str, str] | None = None

@@ -257,10 +257,15 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
         answer_temperature(settings, state),
         default=answer_model(settings, state),
     )
-    remember_exchange(state, prompt, reply.text)
     answer = finish_cited_answer(
-        reply.text, state, model=reply.model, tokens=reply.tokens, citable=prompt.citable
+        reply.text,
+        state,
+        model=reply.model,
+        tokens=reply.tokens,
+        citable=prompt.citable,
+        drop_invented=settings.drop_invented_claims,
     )
+    remember_exchange(state, prompt, reply.text)  # once answered: a failed turn is not continued
     return answer_update(answer)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from agent import prompts
+from agent.retrieval.anchors import without_invented_claims
 from agent.retrieval.citations import (
     CitableChunk,
     cited_ids,
@@ -102,13 +103,23 @@ def general_messages(
 
 
 def finish_grounded(
-    raw: str, retrieved: list[dict], *, route: str, model_used: str, tokens_used: int
+    raw: str,
+    retrieved: list[dict],
+    *,
+    route: str,
+    model_used: str,
+    tokens_used: int,
+    question: str | None = None,
 ) -> Answer:
     """Guard the citations of a generated answer and collect citations and sources.
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+    With the ``question``, sentences stating a name or number that neither it nor any
+    passage holds are dropped first (:func:`without_invented_claims`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
+    if question is not None and citable:
+        raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
     removed = unknown_citations(raw, (c.citation_id for c in citable))
     text = guard_citations(raw, citable)
     by_id = {c["id"]: c for c in retrieved}

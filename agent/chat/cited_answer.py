@@ -135,12 +135,14 @@ def finish_cited_answer(
     model: str,
     tokens: int,
     citable: list[dict] | None = None,
+    drop_invented: bool = True,
 ) -> Answer:
     """The answer with its citations guarded (only what the turn found can be cited), and
     both sides of each conflict in its context shown (:mod:`agent.chat.conflicts`).
 
     ``model`` is the answering model's label for ``model_used``; ``citable``: the passages
-    the prompt showed, when not just the turn's (a continued exchange)."""
+    the prompt showed, when not just the turn's (a continued exchange); ``drop_invented``:
+    sentences naming what no passage holds are dropped (:mod:`agent.retrieval.anchors`)."""
     retrieved = _evidence(state)[1] if citable is None else citable
     if state.get("web_context"):
         answer = finish_mixed(
@@ -158,6 +160,7 @@ def finish_cited_answer(
             route=state["route"],
             model_used=f"{'deep_reasoner' if _deep(state) else 'investigator'}_{model}",
             tokens_used=tokens,
+            question=state["question"] if drop_invented else None,
         )
     # passages that disagree: both versions cited, and which source to trust asked
     return show_conflicts(answer, state.get("conflicts") or [], retrieved)

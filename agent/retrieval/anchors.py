@@ -94,8 +94,14 @@ def anchors(sentence: str, names: Iterable[str] = ()) -> set[str]:
     for m in _WORD.finditer(sentence):
         token = m.group(0)
         if token[0].isdigit():
-            found.add(_number(token))
-        elif m.start() >= skip and token[0].isupper() and token.lower() not in _NOT_NAMES:
+            if len(token) > 1:  # "7 chapters" or a list's "1." is no claim worth checking
+                found.add(_number(token))
+        elif (
+            m.start() >= skip
+            and token[0].isupper()
+            and not (len(token) > 1 and token.isupper())  # headings, shouting, acronyms
+            and token.lower() not in _NOT_NAMES
+        ):
             found.add(token.lower())
     return found
 
@@ -120,3 +126,26 @@ def missing_anchors(sentence: str, known: Iterable[str]) -> set[str]:
     for text in known:
         vocabulary |= anchor_vocabulary(text)
     return anchors(sentence) - vocabulary
+
+
+def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int]:
+    """``answer`` without its sentences that state a name or number found in none of the
+    ``known`` texts (the passages shown, the question): a small model's invention around a
+    right passage. Returns the text and how many sentences were dropped; nothing is dropped
+    when every sentence would be (the caller decides what an empty answer means)."""
+    texts = list(known)
+    vocabulary: set[str] = set()
+    for text in texts:
+        vocabulary |= anchor_vocabulary(text)
+    names: set[str] = set()
+    for text in texts:
+        names |= names_in(text)
+    sentences = re.split(r"(?<=[.!?])\s+(?!#chk_)", answer.strip())
+    kept = [s for s in sentences if not anchors(_uncited(s), names) - vocabulary]
+    if not kept or len(kept) == len(sentences):
+        return answer, 0
+    return " ".join(kept), len(sentences) - len(kept)
+
+
+def _uncited(sentence: str) -> str:
+    return re.sub(r"#chk_[0-9a-f]{8}|#web_\d+", " ", sentence)

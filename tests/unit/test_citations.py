@@ -115,3 +115,17 @@ def test_anchors_are_names_and_numbers_not_sentence_openings():
     assert anchors("Dinah is the cat.", names_in(DINAH.text)) == {"dinah"}
     assert missing_anchors("Her cat is called Mary Ann.", [DINAH.text]) == {"mary", "ann"}
     assert missing_anchors("Her cat is called Dinah.", [DINAH.text]) == set()
+
+
+def test_sentences_naming_what_no_passage_holds_are_dropped():
+    from agent.retrieval.anchors import without_invented_claims
+
+    known = [DINAH.text, "Who is Alice's cat?"]
+    answer = "Alice's cat is Dinah #chk_11111111. Her sister Mary Ann feeds it in 1865."
+    kept, dropped = without_invented_claims(answer, known)
+    assert kept == "Alice's cat is Dinah #chk_11111111." and dropped == 1
+    # a list keeps its markers; a claim all of whose words are known stays
+    listed = "1. Dinah is the cat #chk_11111111. 2. She is a dear quiet thing."
+    assert without_invented_claims(listed, known) == (listed, 0)
+    # nothing is dropped when every sentence would be: the caller decides
+    assert without_invented_claims("Mary Ann did it.", known) == ("Mary Ann did it.", 0)

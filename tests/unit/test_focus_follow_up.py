@@ -1,0 +1,128 @@
+"""Question-focused passages (agent.retrieval.focus) and follow-ups that continue the chat's
+last exchange (agent.chat.follow_up): no database, no model."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from agent.chat.follow_up import Exchange, ExchangeLog, can_continue, continue_exchange, scope_key
+from agent.retrieval.focus import GAP, focus_passages
+
+POOL = (
+    "Alice was beginning to get very tired of sitting by her sister on the bank. "
+    "Once or twice she had peeped into the book her sister was reading. "
+    "It had no pictures or conversations in it. "
+    "So she was considering in her own mind whether the pleasure of making a daisy-chain "
+    "would be worth the trouble. "
+    "Suddenly a White Rabbit with pink eyes ran close by her. "
+    "The Rabbit actually took a watch out of its waistcoat-pocket, and looked at it. "
+    "Alice started to her feet. "
+    "Burning with curiosity, she ran across the field after it."
+)
+CAT = (
+    "Alice went on talking to herself. "
+    "Dinah'll miss me very much to-night, I should think! "
+    "Dinah was the cat. "
+    "I hope they'll remember her saucer of milk at tea-time. "
+    "Dinah my dear! I wish you were down here with me!"
+)
+
+
+def test_a_passage_keeps_its_matching_sentences_and_their_neighbours():
+    focused = focus_passages(
+        "What does the Rabbit take out of its waistcoat-pocket?", {"#chk_a": POOL, "#chk_b": CAT}
+    )
+    pool = focused["#chk_a"]
+    assert "took a watch out of its waistcoat-pocket" in pool
+    assert "White Rabbit with pink eyes" in pool and "Alice started to her feet." in pool
+    assert "daisy-chain" not in pool and pool.startswith(GAP)
+    assert len(pool) < len(POOL) / 2
+
+
+def test_words_every_passage_shares_count_for_little():
+    # "Alice" is in every passage; "cat" in one sentence: that sentence is the one kept
+    focused = focus_passages("Who is Alice's cat?", {"#chk_a": POOL, "#chk_b": CAT}, hits=1)
+    assert "Dinah was the cat." in focused["#chk_b"]
+    assert "saucer of milk" in focused["#chk_b"] and "I wish you were" not in focused["#chk_b"]
+
+
+def test_short_and_unmatched_passages():
+    short = "The bakery sells rye bread. It opens at six."
+    focused = focus_passages("When does the bakery open?", {"#chk_a": short, "#chk_b": POOL})
+    assert focused["#chk_a"] == short
+    unmatched = focus_passages("Which river floods?", {"#chk_b": POOL}, hits=2, neighbours=0)
+    assert unmatched["#chk_b"].startswith("Alice was beginning") and unmatched["#chk_b"].endswith(
+        GAP
+    )
+
+
+def _payload(cid: str, text: str) -> dict:
+    return {"id": cid, "source": "Alice", "text": text, "context_text": text, "chunk_id": cid}
+
+
+def _state(question: str, retrieved: list[dict], **extra) -> dict:
+    return {
+        "question": question,
+        "retrieved": retrieved,
+        "relevant": True,
+        "user_id": "u1",
+        "book_id": "b1",
+        "chat_id": "c1",
+        **extra,
+    }
+
+
+def _exchange(state: dict) -> Exchange:
+    messages = (SystemMessage("sys"), HumanMessage("passages and question one"))
+    return Exchange(
+        messages, "Dinah is the cat #chk_b.", tuple(state["retrieved"]), scope_key(state)
+    )
+
+
+def test_a_follow_up_is_one_more_message_holding_only_unseen_passages():
+    first = _state("Who is Dinah?", [_payload("#chk_b", CAT)])
+    previous = _exchange(first)
+    same = continue_exchange(
+        previous, _state("What does she drink?", [_payload("#chk_b", CAT)]), 7000
+    )
+    assert same is not None
+    assert [type(m) for m in same.messages] == [
+        SystemMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+    ]
+    assert same.messages[2].content == previous.reply  # the model's own words: cached tokens
+    assert (
+        "#chk_b" not in same.messages[-1].content
+        and "What does she drink?" in same.messages[-1].content
+    )
+    more = continue_exchange(
+        previous,
+        _state("And the Rabbit?", [_payload("#chk_a", POOL), _payload("#chk_b", CAT)]),
+        7000,
+    )
+    assert (
+        "#chk_a [Alice]" in more.messages[-1].content and "#chk_b" not in more.messages[-1].content
+    )
+    assert {p["id"] for p in more.citable} == {"#chk_a", "#chk_b"}  # the earlier one still citable
+
+
+def test_a_follow_up_starts_afresh_past_the_budget_or_in_another_scope():
+    first = _state("Who is Dinah?", [_payload("#chk_b", CAT)])
+    previous = _exchange(first)
+    assert continue_exchange(previous, _state("And?", [_payload("#chk_a", POOL)]), 100) is None
+    other_book = _state("And?", [_payload("#chk_b", CAT)], book_id="b2")
+    assert continue_exchange(previous, other_book, 7000) is None
+    assert not can_continue(_state("?", [_payload("#chk_b", CAT)], web_context="results"))
+    assert not can_continue(_state("?", [_payload("#chk_b", CAT)], conflicts=[{"first": "x"}]))
+
+
+def test_the_exchange_log_keeps_the_most_recent_chats():
+    log = ExchangeLog(size=2)
+    previous = _exchange(_state("Who?", [_payload("#chk_b", CAT)]))
+    for chat in ("c1", "c2", "c3"):
+        log.remember(chat, previous)
+    assert log.last("c1") is None and log.last("c3") is previous
+    log.forget("c3")
+    assert log.last("c3") is None and log.last("c2") is previous
