@@ -77,17 +77,14 @@ class Settings(BaseSettings):
         description="URL of a running local model server (agent.model_server.process or any "
         "OpenAI-compatible llama.cpp server). Unset: Quire starts and supervises its own.",
     )
-    local_model_port: int = Field(
-        default=0, ge=0, description="Port of the local model server Quire starts (0: any free)."
-    )
+    local_model_port: int = Field(default=0, ge=0)  # of the model server Quire starts; 0: any
     local_model_kernels: Literal["auto", "avx512", "portable"] = Field(
         default="auto",
         description="llama.cpp build of the model process: 'auto' tries the AVX-512 build on "
         "CPUs that have it and keeps it only once it has answered; 'portable': AVX2 only.",
     )
-    local_model_start_timeout_seconds: float = Field(
-        default=180.0, gt=0, description="How long the local model may take to load and answer."
-    )
+    # how long the local model may take to load and answer
+    local_model_start_timeout_seconds: float = Field(default=180.0, gt=0)
     temperature_specific: float = 0.7  # Path A
     temperature_summary: float = 0.4  # Path B
     temperature_reasoning: float = 0.5  # Path C
@@ -108,9 +105,7 @@ class Settings(BaseSettings):
         description="SerpAPI key for the web_search tool. Unset: web search is not offered.",
     )
     web_search_results: int = Field(default=5, description="Web results per search (SerpAPI num).")
-    web_search_timeout_seconds: float = Field(
-        default=10.0, description="Time limit for one web search request."
-    )
+    web_search_timeout_seconds: float = 10.0  # time limit of one web search request
 
     # --- chunking (seed 002 part 2) -----------------------------------------------------
     long_form_min_chars: int = 8000
@@ -137,9 +132,7 @@ class Settings(BaseSettings):
         default=False,
         description="Let URL ingestion reach loopback, private and other non-public addresses.",
     )
-    url_max_bytes: int = Field(
-        default=20_000_000, description="Largest download (bytes) URL ingestion accepts."
-    )
+    url_max_bytes: int = 20_000_000  # the largest download URL ingestion accepts
     url_timeout_seconds: float = Field(
         default=15.0, description="Total time for one URL fetch, redirects included."
     )
@@ -388,6 +381,10 @@ class Settings(BaseSettings):
     def context_budget(self, model_name: str) -> int:
         """Characters of retrieved context to give a model: smaller for the CPU model."""
         return self.local_max_context_chars if model_name == "local" else self.max_context_chars
+
+    def discussion_budget(self, model_name: str) -> int:
+        """Characters of earlier discussion in a prompt: one short turn for the CPU model."""
+        return 380 if model_name == "local" else 1200
 
     def top_k(self, model_name: str) -> int:
         """Passages to retrieve for a specific question (seed: 5; fewer for the CPU model)."""

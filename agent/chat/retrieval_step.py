@@ -144,7 +144,7 @@ async def retrieve_context(
     return {
         "conflicts": conflicts,
         "search_query": query,
-        "discussion": previous_discussion_block(past),
+        "discussion": previous_discussion_block(past, settings.discussion_budget(spec)),
         "relevant": relevant or bool(asked),
         "retrieval": metrics,
         "search_mode": mode,
