@@ -18,6 +18,9 @@ TEST_DB = f"quire_test_{uuid.uuid4().hex[:8]}"
 os.environ.setdefault("QUIRE_HOME", str(ROOT / ".quire" / "test"))
 os.environ["QUIRE_DATABASE_NAME"] = TEST_DB
 os.environ["QUIRE_CHAT_MODEL"] = "extractive"
+# servers started by tests do not spend their first seconds warming the model's prompt cache
+# (tests/e2e/test_local_model.py warms it on purpose)
+os.environ.setdefault("QUIRE_LOCAL_CHAT_WARM_PROMPTS", "false")
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
 

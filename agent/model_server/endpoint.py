@@ -31,6 +31,7 @@ from pathlib import Path
 from agent.config import Settings
 from agent.model_server import HEALTH_PATH, kernels
 from agent.model_server.supervisor import ModelSupervisor, free_port, get_json, model_command
+from agent.model_server.warm import warm_prompt_cache
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,9 @@ def start_in_background(settings: Settings) -> None:
 
     def warm() -> None:
         try:
-            local_model(settings)
+            found = local_model(settings)
+            if found.url and found.supervisor is not None and settings.local_chat_warm_prompts:
+                warm_prompt_cache(found.url, settings)  # the model this server started
         except Exception:
             log.exception("could not start the local model")
 

@@ -1,5 +1,6 @@
 """End to end on the real packaged local model (llama.cpp, CPU): slow, so only a few."""
 
+import asyncio
 import uuid
 
 import pytest
@@ -204,3 +205,44 @@ async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothi
     # and the model still chats afterwards (the shared context was left consistent)
     reply = await model.ainvoke("Reply with the single word: ready", max_tokens=5)
     assert reply.content.strip()
+
+
+async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_exchanges():
+    """Warmed system prompts and a continued exchange are not read again (the model
+    process's prompt cache), even after another prompt ran in between."""
+    from langchain_core.messages import AIMessage, SystemMessage
+
+    from agent import prompts
+    from agent.config import Settings
+    from agent.model_server.warm import warm_prompt_cache
+    from agent.models import achat_model
+
+    settings = Settings()
+    model = await achat_model("local", settings, 0.0)
+    assert await asyncio.to_thread(warm_prompt_cache, model.server_url, settings) == 4
+
+    async def ask(messages) -> tuple[str, int, int]:
+        text, usage = "", {}
+        async for chunk in model.astream(messages, max_tokens=24):
+            text += chunk.content
+            usage = chunk.usage_metadata or usage
+        cached = (usage.get("input_token_details") or {}).get("cache_read", 0)
+        return text, usage["input_tokens"], cached
+
+    system = SystemMessage(prompts.GROUNDED_SYSTEM.format(name=settings.assistant_name))
+    first = [
+        system,
+        HumanMessage(prompts.GROUNDED_USER.format(context=DINAH_BLOCK, question="Who is Dinah?")),
+    ]
+    reply, read, cached = await ask(first)
+    assert cached > 100 and cached >= read // 3  # the warmed system prompt
+    await ask([HumanMessage("Say hello to the Mock Turtle.")])  # another prompt in between
+    follow_up = [*first, AIMessage(reply), HumanMessage("Question: What does Dinah catch?")]
+    _, read, cached = await ask(follow_up)
+    assert read - cached < 40, (read, cached)  # only the new question was read
+
+
+DINAH_BLOCK = (
+    "#chk_0a1b2c3d [Alice]\n“Dinah’s our cat. And she’s such a capital one for catching mice "
+    "you can’t think! And oh, I wish you could see her after the birds!”"
+)

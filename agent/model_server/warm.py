@@ -1,0 +1,54 @@
+"""Warming the model process's prompt cache when a server starts: every chat path opens its
+prompt with one of a few fixed system prompts, and the model would otherwise read the one a
+question needs (~200 tokens, seconds on 2 cores) before that question's first token.
+
+Each system prompt is sent once with an empty question and a one-token reply; the model
+process keeps the state in its prompt cache (:mod:`agent.model_server.prompt_cache`), and
+every later prompt that opens the same way starts after it. A question asked meanwhile
+waits behind these few short calls.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+
+from agent import prompts
+from agent.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+def warm_messages(settings: Settings) -> list[list[dict]]:
+    """The openings to warm: the grounded, deep-reasoning, not-covered and small-talk
+    system prompts (a persona changes them, and is warmed by its first question)."""
+    name = settings.assistant_name
+    systems = (
+        prompts.GROUNDED_SYSTEM,
+        prompts.DEEP_SYSTEM,
+        prompts.NOT_COVERED_SYSTEM,
+        prompts.GENERAL_SYSTEM,
+    )
+    return [
+        [{"role": "system", "content": s.format(name=name)}, {"role": "user", "content": ""}]
+        for s in systems
+    ]
+
+
+def warm_prompt_cache(url: str, settings: Settings, timeout: float = 120.0) -> int:
+    """Send each of :func:`warm_messages` to the model server at ``url``; how many were
+    cached. A failure is logged and ends the warming (the questions will read them)."""
+    warmed = 0
+    with httpx.Client(base_url=url.rstrip("/"), timeout=timeout) as client:
+        for messages in warm_messages(settings):
+            try:
+                client.post(
+                    "/v1/chat/completions",
+                    json={"messages": messages, "max_tokens": 1, "temperature": 0},
+                ).raise_for_status()
+            except httpx.HTTPError as exc:
+                log.warning("could not warm the model's prompt cache: %s", exc)
+                break
+            warmed += 1
+    return warmed
