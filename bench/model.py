@@ -90,6 +90,7 @@ def _child(task: dict) -> dict:
         n_threads_batch=task["threads"],
         n_batch=task["n_batch"],
         verbose=False,
+        **task.get("llama", {}),
     )
     result: dict = {"system_info": llama_cpp.llama_print_system_info().decode().strip()}
     if task["kind"] == "speed":  # llama.cpp's own counters: no Python in the figures
@@ -149,12 +150,22 @@ def _base_task(settings: Settings, model: Path) -> dict:
 
 
 def build_speed(
-    settings: Settings, model: Path, label: str, pythonpath: str | None = None
+    settings: Settings,
+    model: Path,
+    label: str,
+    pythonpath: str | None = None,
+    extra: dict | None = None,
 ) -> BuildSpeed:
-    """Prompt and writing tokens/s of one llama.cpp build (in a child process)."""
+    """Prompt and writing tokens/s of one llama.cpp build (in a child process); ``extra``:
+    runtime settings over the configured ones (``threads``, ``n_batch``, or any other
+    ``llama_cpp.Llama`` argument)."""
     text = " ".join(ALICE.read_text(encoding="utf-8").split())
+    extra = dict(extra or {})
+    base = _base_task(settings, model)
+    base.update({k: extra.pop(k) for k in ("threads", "n_batch") if k in extra})
     task = {
-        **_base_task(settings, model),
+        **base,
+        "llama": extra,
         "kind": "speed",
         "text": text[:20000],
         "prompt_tokens": 512,

@@ -184,6 +184,14 @@ def bench_model_command(
         list[str] | None,
         typer.Option(help="LABEL=FOLDER: another llama_cpp build to time beside the installed."),
     ] = None,
+    runtime: Annotated[
+        bool,
+        typer.Option(
+            "--runtime",
+            help="Only the speed under each runtime setting (threads, "
+            "batch, flash attention, KV type, mlock).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """llama.cpp prompt/writing tokens/s per build, and time to first token in-process
@@ -193,6 +201,9 @@ def bench_model_command(
     from bench.model import run_model_bench
 
     settings = get_settings()
+    if runtime:
+        _runtime_command(settings, as_json)
+        return
     pairs = dict(item.split("=", 1) for item in compare or [])
     figures = asyncio.run(run_model_bench(settings, rounds, pairs))
     payload = figures.as_json()
@@ -212,6 +223,28 @@ def bench_model_command(
         ttft.add_row(t.mode, str(t.p50("cold")), str(t.p50("follow_up")))
     ttft.add_row("ratio", str(figures.ratio("cold")), str(figures.ratio("follow_up")))
     out.print(ttft)
+    out.print(f"written: {written}")
+
+
+def _runtime_command(settings, as_json: bool) -> None:
+    """``quire bench model --runtime``: one row per runtime variant."""
+    from dataclasses import asdict
+
+    from agent.local_models import ensure_chat_model_file
+    from bench.common import machine, write_results
+    from bench.model_runtime import runtime_speeds
+
+    model = ensure_chat_model_file(settings.model_cache_dir, settings.local_chat_file)
+    rows = runtime_speeds(settings, model)
+    payload = {"runtime": [asdict(r) for r in rows]}
+    written = write_results("model-runtime", payload, settings.data_dir / "bench")
+    if as_json:
+        print(json.dumps({"machine": machine(), "results": payload, "written": str(written)}))
+        return
+    table = Table("runtime setting", "prompt tok/s", "writing tok/s")
+    for r in rows:
+        table.add_row(r.variant, str(r.error or r.prompt_tokens_per_s), str(r.gen_tokens_per_s))
+    out.print(table)
     out.print(f"written: {written}")
 
 

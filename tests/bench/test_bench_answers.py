@@ -34,6 +34,9 @@ async def test_bench_answers_every_path_extractive(services):
         assert p.skipped is None and p.runs == 1 and p.route_matches == 1, figures.mismatches
         assert 0 < p.ttft_p50_s <= p.total_p50_s <= p.total_max_s
     assert figures.mismatches == []
+    # the floor needs the local model's measured prompt speed
+    assert figures.prompt_tokens_per_s is None
+    assert all(r.floor_s is None for r in figures.questions)
     for row in figures.questions:
         route, node = EXPECTED[row.path]
         assert (row.route, row.answered_by) == (route, node)
@@ -57,3 +60,29 @@ async def test_bench_answers_every_path_extractive(services):
     )
     assert again.book["status"] == "duplicate" and again.summary["reused"]
     assert again.path("hybrid").route_matches == 1
+
+
+def test_the_floor_is_the_tokens_read_at_the_raw_prompt_speed():
+    from bench.answers_figures import before, path_figures, question_figures
+
+    got = {
+        "state": {"route": "hybrid", "tokens_used": 300, "answer": "Dinah #chk_0a1b2c3d."},
+        "nodes": ["route", "retrieve", "generate", "save"],
+        "ttft": 2.3,
+        "streamed": True,
+        "total": 4.0,
+        "calls": 1,
+        "tokens_in": 500,
+        "tokens_out": 20,
+        "tokens_read": 100,
+        "stock_models": 0,
+        "background_s": 0.0,
+        "background_tokens": 0,
+    }
+    row = question_figures("hybrid", "Who is Dinah?", 0, ("hybrid", "generate"), got, 50.0)
+    assert (row.tokens_read, row.floor_s, row.ttft_over_floor) == (100, 2.0, 1.15)
+    unknown = question_figures("hybrid", "Who is Dinah?", 0, ("hybrid", "generate"), got)
+    assert unknown.floor_s is None and unknown.ttft_over_floor is None
+    [path] = path_figures({"hybrid": ["Who is Dinah?"]}, [row], {})
+    assert (path.floor_p50_s, path.ttft_over_floor_p50) == (2.0, 1.15)
+    assert before("hybrid", "local") == "7.9 / 10.0" and before("hybrid", "extractive") == ""
