@@ -93,6 +93,8 @@ def _with_citation(sentence: str, cid: str) -> str:
     end = len(stripped)
     while end and stripped[end - 1] in ".!?\"'”’)":
         end -= 1
+    if any(q in stripped[end:] for q in "\"”’'"):  # after a closing quote, not inside it
+        return f"{stripped} {cid}{trail}"
     return f"{stripped[:end]} {cid}{stripped[end:]}{trail}"
 
 
@@ -105,7 +107,11 @@ def _recite(sentence: str, passages: _Passages, min_support: int) -> str:
         return sentence
     best_id, best_marks, best_terms = passages.best(terms, marks)
     if not ids:
-        return _with_citation(sentence, best_id) if best_terms >= min_support else sentence
+        # from one passage: most of its words, or every name and figure it states and more
+        clear = best_terms >= min_support or (
+            len(marks) >= 2 and best_marks == len(marks) and best_terms >= 2
+        )
+        return _with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks
     supported = max(len(terms & passages.terms[i]) for i in ids)
     # the name or figure the sentence states is in another passage than the one it cites;

@@ -129,3 +129,15 @@ def test_sentences_naming_what_no_passage_holds_are_dropped():
     assert without_invented_claims(listed, known) == (listed, 0)
     # nothing is dropped when every sentence would be: the caller decides
     assert without_invented_claims("Mary Ann did it.", known) == ("Mary Ann did it.", 0)
+
+
+def test_an_uncited_sentence_naming_what_one_passage_holds_is_cited():
+    caterpillar = CitableChunk(
+        "#chk_66666666",
+        "The Caterpillar and Alice looked at each other for some time in silence. "
+        "“Who are _you?_” said the Caterpillar.",
+    )
+    answer = 'The Caterpillar asks Alice, "Who are _you?_"'
+    assert cited_ids(guard_citations(answer, [CHESHIRE, caterpillar])) == [caterpillar.citation_id]
+    # one shared name is not enough
+    assert cited_ids(guard_citations("Alice smiled at it.", [CHESHIRE, DINAH])) == []
