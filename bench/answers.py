@@ -120,13 +120,19 @@ def bench_settings(base: Settings | None = None, database: str = BENCH_DATABASE)
 
 
 async def _warm_up(services: Services, model: str) -> None:
-    """Load the chat model and the embedder before timing (the first local load reads 1 GB)."""
+    """Load the chat model and the embedder before timing (the first local load reads 1 GB),
+    and warm the local model's prompt cache with the system prompts as a server does."""
     from agent.models import achat_model
 
     settings = services.settings
     chat = await achat_model(model, settings, 0.0)
     await asyncio.to_thread(services.embeddings.embedder.embed_query, "warm up")
     await chat.ainvoke([HumanMessage("Say OK.")], max_tokens=2)
+    server = getattr(chat, "server_url", None)
+    if server and settings.local_chat_warm_prompts:  # as a server does when it starts
+        from agent.model_server.warm import warm_prompt_cache
+
+        await asyncio.to_thread(warm_prompt_cache, server, settings)
 
 
 async def _in_chat_of(graph, context, question: str):

@@ -103,13 +103,15 @@ def _recite(sentence: str, passages: _Passages, min_support: int) -> str:
     plain = CITATION_RE.sub(" ", sentence)
     terms, marks = _terms(plain), anchors(plain, passages.names)
     ids = cited_ids(sentence)
-    if len(terms) < min_support and not (ids and marks):
+    if len(terms) < min_support and not marks:
         return sentence
     best_id, best_marks, best_terms = passages.best(terms, marks)
     if not ids:
-        # from one passage: most of its words, or every name and figure it states and more
+        # from one passage: most of its words, or every name and figure it states with more
+        # of its words (or all of them: "Dinah.")
+        named = bool(marks) and best_marks == len(marks)
         clear = best_terms >= min_support or (
-            len(marks) >= 2 and best_marks == len(marks) and best_terms >= 2
+            named and (len(marks) >= 2 and best_terms >= 2 or best_terms == len(terms))
         )
         return _with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks

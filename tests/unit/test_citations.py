@@ -141,3 +141,7 @@ def test_an_uncited_sentence_naming_what_one_passage_holds_is_cited():
     assert cited_ids(guard_citations(answer, [CHESHIRE, caterpillar])) == [caterpillar.citation_id]
     # one shared name is not enough
     assert cited_ids(guard_citations("Alice smiled at it.", [CHESHIRE, DINAH])) == []
+
+
+def test_a_one_name_answer_cites_the_passage_holding_the_name():
+    assert cited_ids(guard_citations("Dinah.", [CHESHIRE, DINAH])) == [DINAH.citation_id]
