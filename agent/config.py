@@ -292,11 +292,11 @@ class Settings(BaseSettings):
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
     # each passage cut to its best-matching sentences and their neighbours before the model
-    # reads it (agent.retrieval.focus; no parent windows): shorter prompts, fewer distractors
+    # reads it (agent.retrieval.focus; picked from the window of its parent around it)
     focus_context: bool = True
     drop_invented_claims: bool = True  # answer sentences naming what no passage holds
     focus_sentences: int = Field(default=2, ge=1)
-    focus_neighbours: int = Field(default=1, ge=0)
+    focus_neighbours: int = Field(default=2, ge=0)
     # the local model rewrites follow-ups for search (~2 s before the first token); off: the
     # last question's key terms are added. Hosted models always rewrite.
     local_rewrite_follow_ups: bool = False
@@ -384,8 +384,9 @@ class Settings(BaseSettings):
         return self.local_max_context_chars if model_name == "local" else self.max_context_chars
 
     def discussion_budget(self, model_name: str) -> int:
-        """Characters of earlier discussion in a prompt: one short turn for the CPU model."""
-        return 380 if model_name == "local" else 1200
+        """Characters of earlier discussion in a prompt; none for the 1.5B CPU model, which
+        copied earlier answers from it instead of reading the passages (measured)."""
+        return 0 if model_name == "local" else 1200
 
     def top_k(self, model_name: str) -> int:
         """Passages to retrieve for a specific question (seed: 5; fewer for the CPU model)."""

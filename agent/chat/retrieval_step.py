@@ -126,7 +126,7 @@ async def retrieve_context(
             k=settings.previous_discussion_k,
             query_vector=vector,
         )
-        if settings.previous_discussion_k
+        if settings.previous_discussion_k and settings.discussion_budget(spec)
         else _nothing(),
         find_numbered_questions(services, scope, numbers) if numbers else _nothing(),
     )

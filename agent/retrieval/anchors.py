@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from agent.ingest.sentences import ABBREVIATIONS
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:[.,:]\d+)*")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
 # capitalised words that are never names: pronouns, articles, question words and the
@@ -77,6 +79,28 @@ _NOT_NAMES = frozenset(
 )
 
 
+_BOUNDARY = re.compile(r"(?<=[.!?])(?=\s(?!\s*#chk_))")
+_WORD_BEFORE = re.compile(r"(\w+)[.!?]$")
+
+
+def answer_sentences(text: str) -> list[str]:
+    """``text`` cut after each sentence's end, the pieces joining back into ``text``: a
+    citation right after the full stop stays with its sentence, and an abbreviation ("Mr.",
+    "St.") or an initial does not end one."""
+    pieces, start = [], 0
+    for boundary in _BOUNDARY.finditer(text):
+        word = _WORD_BEFORE.search(text[start : boundary.start()])
+        if word and (
+            word.group(1).lower() in ABBREVIATIONS
+            or (len(word.group(1)) == 1 and word.group(1).isupper())
+        ):
+            continue
+        pieces.append(text[start : boundary.start()])
+        start = boundary.start()
+    pieces.append(text[start:])
+    return [p for p in pieces if p]
+
+
 def _number(token: str) -> str:
     return token.replace(",", "")
 
@@ -140,11 +164,11 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
     names: set[str] = set()
     for text in texts:
         names |= names_in(text)
-    sentences = re.split(r"(?<=[.!?])\s+(?!#chk_)", answer.strip())
+    sentences = answer_sentences(answer.strip())
     kept = [s for s in sentences if not anchors(_uncited(s), names) - vocabulary]
     if not kept or len(kept) == len(sentences):
         return answer, 0
-    return " ".join(kept), len(sentences) - len(kept)
+    return "".join(kept).strip(), len(sentences) - len(kept)
 
 
 def _uncited(sentence: str) -> str:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
+from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences, names_in
 from agent.text import content_terms
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
@@ -154,7 +154,7 @@ def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: in
         return cleaned
     passages = _Passages.of(chunks)
     # a citation right after the full stop still belongs to that sentence
-    sentences = re.split(r"(?<=[.!?])(?=\s(?!\s*#chk_))", cleaned)
+    sentences = answer_sentences(cleaned)
     return "".join(_recite(s, passages, min_support) for s in sentences)
 
 

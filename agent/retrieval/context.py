@@ -71,6 +71,21 @@ def parent_window(parent: str, child: str, size: int) -> str:
     )
 
 
+def window_size(parent_chars: int, max_chars: int, chunks: int) -> int:
+    """Characters of a parent shown around each child: the budget's share per chunk, at
+    least a quarter and at most all of ``parent_chars``."""
+    return max(parent_chars // 4, min(parent_chars, max_chars // max(chunks, 1)))
+
+
+def surroundings(chunk: RetrievedChunk, window: int) -> str:
+    """The child's paragraph within ``window`` characters of its parent (itself when it has
+    no parent): what a question-focused passage picks its sentences from."""
+    record = chunk.record
+    if not record.parent_text:
+        return record.text
+    return parent_window(record.parent_text, record.text, max(window, len(record.text)))
+
+
 def _words(sentence: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(sentence))
 
@@ -174,7 +189,7 @@ def build_context(
     question, :mod:`agent.retrieval.focus`).
     """
     paragraphs = paragraphs or {}
-    window = max(parent_chars // 4, min(parent_chars, max_chars // max(len(chunks), 1)))
+    window = window_size(parent_chars, max_chars, len(chunks))
     dedupe = SentenceDeduper(overlap)
     dedupe.protected = frozenset(keep)
     # room held back for the kept chunks still to come (their paragraph and label)

@@ -20,7 +20,7 @@ from agent import prompts
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.conflicts import Conflict
-from agent.retrieval.context import BuiltContext, build_context
+from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
 from agent.retrieval.focus import focus_passages
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
@@ -94,10 +94,12 @@ async def knowledge_search(
         paragraphs = await compress_paragraphs(model, question, result.chunks)
     keep = {cid for conflict in result.conflicts for cid in conflict.ids}
     focused = paragraphs is None and settings.focus_context
+    budget = max_chars or settings.max_context_chars
     if focused:  # each passage cut to the sentences the question matches (no model call)
+        window = window_size(settings.parent_context_chars, budget, len(result.chunks))
         paragraphs = focus_passages(
             question,
-            {c.citation_id: c.record.text for c in result.chunks},
+            {c.citation_id: surroundings(c, window) for c in result.chunks},
             hits=settings.focus_sentences,
             neighbours=settings.focus_neighbours,
         )
@@ -105,7 +107,7 @@ async def knowledge_search(
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(
         result.chunks,
-        max_chars or settings.max_context_chars,
+        budget,
         settings.parent_context_chars,
         overlap=settings.sentence_overlap_ratio if settings.dedupe_sentences else 1.0,
         paragraphs=paragraphs,

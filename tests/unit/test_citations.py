@@ -145,3 +145,17 @@ def test_an_uncited_sentence_naming_what_one_passage_holds_is_cited():
 
 def test_a_one_name_answer_cites_the_passage_holding_the_name():
     assert cited_ids(guard_citations("Dinah.", [CHESHIRE, DINAH])) == [DINAH.citation_id]
+
+
+def test_mr_and_initials_do_not_end_a_sentence():
+    from agent.retrieval.anchors import answer_sentences
+
+    bingley = CitableChunk("#chk_77777777", "Netherfield Park is let at last to Mr. Bingley.")
+    fixed = guard_citations("The young man who rents Netherfield is Mr. Bingley.", [bingley])
+    assert fixed == "The young man who rents Netherfield is Mr. Bingley #chk_77777777."
+    text = "It was J. K. Rowling. Then Mrs. Bennet spoke #chk_77777777. Done."
+    assert answer_sentences(text) == [
+        "It was J. K. Rowling.",
+        " Then Mrs. Bennet spoke #chk_77777777.",
+        " Done.",
+    ]
