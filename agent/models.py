@@ -205,7 +205,11 @@ class ExtractiveChatModel(BaseChatModel):
         material, question = _split_request(prompt)
         wanted = content_terms(question)
         blocks = _BLOCK.findall(material or prompt)
-        blocks += [b for earlier in asked[1:] for b in _BLOCK.findall(earlier)]
+        blocks += [
+            b
+            for earlier in asked[1:]
+            for b in _BLOCK.findall(_split_request(earlier)[0] or earlier)
+        ]
         if not blocks and material.strip():
             return _gist(material, wanted)  # an overview prompt: a summary or a ToC, no ids
         best: tuple[int, str, str] | None = None

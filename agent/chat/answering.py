@@ -118,9 +118,10 @@ def finish_grounded(
     passage holds are dropped first (:func:`without_invented_claims`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
+    # every id the model wrote outside the context counts, even in a sentence dropped below
+    removed = unknown_citations(raw, (c.citation_id for c in citable))
     if question is not None and citable:
         raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
-    removed = unknown_citations(raw, (c.citation_id for c in citable))
     text = guard_citations(raw, citable)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]

@@ -172,4 +172,4 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
 
 
 def _uncited(sentence: str) -> str:
-    return re.sub(r"#chk_[0-9a-f]{8}|#web_\d+", " ", sentence)
+    return re.sub(r"\[?#?\bchk_[0-9a-fA-F]{8}\b\]?|#web_\d+", " ", sentence)
