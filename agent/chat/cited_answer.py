@@ -80,8 +80,6 @@ class AnswerPrompt:
 
     messages: list[BaseMessage]
     citable: list[dict]
-    continued: bool = False
-    """True: the chat's last exchange continued (:mod:`agent.chat.follow_up`)."""
 
 
 def answer_prompt(
@@ -94,7 +92,7 @@ def answer_prompt(
     if previous is not None:
         continued = continue_exchange(previous, state, settings.follow_up_max_chars)
         if continued is not None:
-            return AnswerPrompt(continued.messages, continued.citable, continued=True)
+            return AnswerPrompt(continued.messages, continued.citable)
     return AnswerPrompt(cited_answer_messages(settings, state), _evidence(state)[1])
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agent import prompts
+from agent.retrieval.context import passage_block
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,13 @@ def scope_key(state: Mapping[str, Any]) -> str:
 
 
 def _block(payload: dict) -> str:
-    """A passage as the context shows it: its id, its source, what the model reads."""
-    return (
-        f"{payload['id']} [{payload['source']}]\n{payload.get('context_text') or payload['text']}"
-    )
+    """A citation payload as the context shows it (:func:`passage_block`)."""
+    return passage_block(payload["id"], payload["source"], _shown(payload))
+
+
+def _shown(payload: dict) -> str:
+    """What the model read of a passage."""
+    return payload.get("context_text") or payload["text"]
 
 
 def can_continue(state: Mapping[str, Any]) -> bool:
@@ -122,12 +126,7 @@ def continue_exchange(
         return None
     question, retrieved = state["question"], state["retrieved"]
     before = {p["id"]: p for p in previous.shown}
-    fresh = [
-        p
-        for p in retrieved
-        if p["id"] not in before
-        or (p.get("context_text") or p["text"]) != (before[p["id"]].get("context_text") or "")
-    ]
+    fresh = [p for p in retrieved if p["id"] not in before or _shown(p) != _shown(before[p["id"]])]
     if fresh:
         body = prompts.FOLLOW_UP_USER.format(
             context="\n\n".join(_block(p) for p in fresh), question=question

@@ -79,7 +79,9 @@ _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+")
 _LAST_TOKEN = re.compile(r"(\S+)$")
 
 
-def _is_abbreviation(before: str) -> bool:
+def is_abbreviation(before: str) -> bool:
+    """Whether the full stop ending ``before`` closes an abbreviation ("Mr.", "e.g.") or an
+    initial ("J.", "U.S."), not a sentence."""
     match = _LAST_TOKEN.search(before)
     if not match:
         return False
@@ -104,7 +106,7 @@ def split_sentences(text: str) -> list[str]:
         following = text[end : end + 1]
         if following and following.islower():
             continue
-        if text[match.start()] == "." and _is_abbreviation(text[start : match.start() + 1]):
+        if text[match.start()] == "." and is_abbreviation(text[start : match.start() + 1]):
             continue
         sentence = text[start:end].strip()
         if sentence:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agent.ingest.sentences import ABBREVIATIONS
+from agent.ingest.sentences import is_abbreviation
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:[.,:]\d+)*")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
@@ -80,7 +80,6 @@ _NOT_NAMES = frozenset(
 
 
 _BOUNDARY = re.compile(r"(?<=[.!?])(?=\s(?!\s*#chk_))")
-_WORD_BEFORE = re.compile(r"(\w+)[.!?]$")
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -89,11 +88,8 @@ def answer_sentences(text: str) -> list[str]:
     "St.") or an initial does not end one."""
     pieces, start = [], 0
     for boundary in _BOUNDARY.finditer(text):
-        word = _WORD_BEFORE.search(text[start : boundary.start()])
-        if word and (
-            word.group(1).lower() in ABBREVIATIONS
-            or (len(word.group(1)) == 1 and word.group(1).isupper())
-        ):
+        before = text[start : boundary.start()]
+        if before.endswith(".") and is_abbreviation(before):
             continue
         pieces.append(text[start : boundary.start()])
         start = boundary.start()
@@ -143,13 +139,15 @@ def anchor_vocabulary(text: str) -> set[str]:
     return {_number(t).lower() for t in _WORD.findall(text)}
 
 
+def _vocabulary(texts: Iterable[str]) -> set[str]:
+    """:func:`anchor_vocabulary` of all ``texts`` together."""
+    return set().union(*(anchor_vocabulary(t) for t in texts))
+
+
 def missing_anchors(sentence: str, known: Iterable[str]) -> set[str]:
     """The anchors of ``sentence`` found in none of the ``known`` texts (an invented name or
     figure, when ``known`` is everything the model was shown)."""
-    vocabulary: set[str] = set()
-    for text in known:
-        vocabulary |= anchor_vocabulary(text)
-    return anchors(sentence) - vocabulary
+    return anchors(sentence) - _vocabulary(known)
 
 
 def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int]:
@@ -158,12 +156,8 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
     right passage. Returns the text and how many sentences were dropped; nothing is dropped
     when every sentence would be (the caller decides what an empty answer means)."""
     texts = list(known)
-    vocabulary: set[str] = set()
-    for text in texts:
-        vocabulary |= anchor_vocabulary(text)
-    names: set[str] = set()
-    for text in texts:
-        names |= names_in(text)
+    vocabulary = _vocabulary(texts)
+    names = set().union(*(names_in(t) for t in texts))
     sentences = answer_sentences(answer.strip())
     kept = [s for s in sentences if not anchors(_uncited(s), names) - vocabulary]
     if not kept or len(kept) == len(sentences):

@@ -86,6 +86,11 @@ def surroundings(chunk: RetrievedChunk, window: int) -> str:
     return parent_window(record.parent_text, record.text, max(window, len(record.text)))
 
 
+def passage_block(citation_id: str, source: str, body: str) -> str:
+    """A passage as a prompt shows it: its citation id and source, then what the model reads."""
+    return f"{citation_id} [{source}]\n{body}"
+
+
 def _words(sentence: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(sentence))
 
@@ -164,7 +169,7 @@ def _fitting_block(
     for i, parts in enumerate(options):
         texts, fresh, dropped = dedupe.filter(parts, protect=protect)
         body = "\n".join(t for t in texts if t.strip())
-        block = f"{chunk.citation_id} [{chunk.source}]\n{body}"
+        block = passage_block(chunk.citation_id, chunk.source, body)
         if body and (len(block) <= room or first or (must and i == len(options) - 1)):
             return body, block, fresh, dropped
     return None

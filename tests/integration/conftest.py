@@ -5,7 +5,20 @@ from __future__ import annotations
 import pytest
 
 import graphs.model_calls as model_calls
-from tests.support.fakes import ScriptedModel
+from tests.support.fakes import RecordingModel, ScriptedModel
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    """A model that answers extractively and records every prompt, for every model call of
+    the chat graph."""
+    model = RecordingModel(prompts=[])
+
+    async def fake(spec, settings, temperature):
+        return model
+
+    monkeypatch.setattr(model_calls, "achat_model", fake)
+    return model
 
 
 @pytest.fixture

@@ -8,12 +8,10 @@ import uuid
 from langchain_core.messages import HumanMessage
 from sqlalchemy import text
 
-import graphs.model_calls as model_calls
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import citation_id, cited_ids
 from graphs.chat import graph, wait_for_background
 from graphs.context import Context
-from tests.support.fakes import RecordingModel
 from tests.support.samples import EXAM
 
 
@@ -34,13 +32,8 @@ async def _question_six_chunk(services, document_id) -> uuid.UUID:
         ).scalar_one()
 
 
-async def test_a_numbered_question_is_fetched_and_citable(services, new_user, monkeypatch):
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
+async def test_a_numbered_question_is_fetched_and_citable(services, new_user, recording):
+    model = recording
     user = await new_user("exam")
     doc = await ingest_bytes(services, user.id, EXAM.encode(), "exam.txt", title="Practice Exam")
     six = citation_id(await _question_six_chunk(services, doc.document_id))
@@ -63,13 +56,8 @@ async def test_a_numbered_question_is_fetched_and_citable(services, new_user, mo
     assert six not in theirs["chunk_map"]
 
 
-async def test_earlier_turns_come_back_as_previous_discussion(services, new_user, monkeypatch):
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
+async def test_earlier_turns_come_back_as_previous_discussion(services, new_user, recording):
+    model = recording
     user = await new_user("recall")
     body = "The lighthouse keeper Tomas polishes the great lamp every evening before the storm."
     await ingest_bytes(services, user.id, body.encode(), "lighthouse.txt")

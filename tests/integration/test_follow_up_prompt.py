@@ -8,7 +8,6 @@ import uuid
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-import graphs.model_calls as model_calls
 from agent.chat.follow_up import EXCHANGES
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import cited_ids
@@ -36,13 +35,8 @@ def _answering_prompts(model: RecordingModel) -> list[list]:
     ]
 
 
-async def test_a_follow_up_continues_the_last_exchange(services, new_user, monkeypatch):
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
+async def test_a_follow_up_continues_the_last_exchange(services, new_user, recording):
+    model = recording
     user = await new_user("follow-up")
     await ingest_bytes(services, user.id, BAKERY.encode(), "bakery.txt", title="Millbrook")
     chat = str(uuid.uuid4())

@@ -14,7 +14,6 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 import agent.chat.web as chat_web
-import graphs.model_calls as model_calls
 from agent.chat.tool_selection import (
     KNOWLEDGE,
     SUMMARY,
@@ -238,15 +237,8 @@ async def test_without_tool_selection_the_graph_never_asks(
 # --- persona -----------------------------------------------------------------------------
 
 
-async def test_a_chat_keeps_its_persona(services, new_user, monkeypatch):
-    from tests.support.fakes import RecordingModel
-
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
+async def test_a_chat_keeps_its_persona(services, new_user, recording):
+    model = recording
     user = await _library(services, new_user)
     chat = str(uuid.uuid4())
     persona = "a patient tutor for twelve-year-olds"
