@@ -65,6 +65,7 @@ class NewDocument:
     page_count: int | None = None
     metadata: dict = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
+    encoding: str | None = None
     summary_status: str = "none"
     """``pending`` for documents with parents (books, long documents), else ``none``."""
 
@@ -149,10 +150,10 @@ async def insert_document(
         text(
             "INSERT INTO documents (id, user_id, corpus, title, author, source_uri, filename, "
             "file_type, doc_type, sensitivity, content_hash, char_count, page_count, "
-            "embedding_model, metadata, tags, summary_status, summary_total, status) VALUES (:id, "
+            "embedding_model, metadata, tags, encoding, summary_status, summary_total, status) VALUES (:id, "
             ":user_id, :corpus, :title, :author, :source_uri, :filename, :file_type, :doc_type, "
             ":sensitivity, :content_hash, :char_count, :page_count, :embedding_model, "
-            "CAST(:metadata AS jsonb), :tags, :summary_status, :summary_total, 'ready')"
+            "CAST(:metadata AS jsonb), :tags, :encoding, :summary_status, :summary_total, 'ready')"
         ),
         {
             "id": doc.id,
@@ -171,6 +172,7 @@ async def insert_document(
             "embedding_model": doc.embedding_model,
             "metadata": json.dumps(doc.metadata),
             "tags": list(doc.tags),
+            "encoding": doc.encoding,
             "summary_status": doc.summary_status,
             "summary_total": len(parents),
         },

@@ -36,6 +36,8 @@ class VisibleDocument:
     created_at: datetime
     shared: bool
     """True when someone else owns it and shared it with the user."""
+    encoding: str | None = None
+    """The text encoding the upload was read with; None for PDF, DOCX and PPTX."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ _VISIBLE_SELECT = (
     "SELECT d.id, d.user_id AS owner_id, u.name AS owner, d.title, d.author, d.file_type, "
     "d.doc_type, d.status, d.summary_status, d.summary_done, d.summary_total, "
     "d.keyword_chunks AS chunk_count, d.page_count, coalesce(d.tags, '{}') AS tags, "
-    "d.created_at, d.user_id <> :me AS shared "
+    "d.created_at, d.user_id <> :me AS shared, d.encoding "
     "FROM documents d JOIN users u ON u.id = d.user_id "
     "WHERE (d.user_id = :me OR (d.status = 'ready' AND EXISTS (SELECT 1 FROM document_access a "
     "WHERE a.document_id = d.id AND a.user_id = :me AND a.is_visible)))"

@@ -50,6 +50,8 @@ class ParsedDocument:
     author: str | None = None
     page_count: int | None = None
     metadata: dict = field(default_factory=dict)
+    encoding: str | None = None
+    """The text encoding it was read with (``cp1252``...); None for PDF, DOCX and PPTX."""
 
     @property
     def text(self) -> str:

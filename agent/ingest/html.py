@@ -17,6 +17,7 @@ import codecs
 import re
 
 from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument
+from agent.ingest.encoding import DecodedText, decode_text
 
 DROPPED_TAGS = (
     "script",
@@ -43,30 +44,21 @@ _BLOCK_TAGS = frozenset((
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _CELLS = frozenset(("td", "th"))
 _STRUCTURE = _BLOCK_TAGS | _HEADINGS.keys() | {"tr", "pre"}
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([\w.:-]+)""", re.I)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.I)
 
 
-def decode_html(data: bytes) -> str:
-    """Text of an HTML file: BOM, else declared charset (meta or XML declaration), else UTF-8.
-
-    Undecodable bytes become U+FFFD rather than failing the upload.
-    """
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return data.decode(codec, errors="replace")
-    return data.decode(_declared_charset(data[:4096]) or "utf-8", errors="replace")
+def decode_html(data: bytes, filename: str) -> DecodedText:
+    """Text of an HTML file: BOM, else its declared charset (meta or XML declaration), else
+    UTF-8, else the detected encoding (:func:`agent.ingest.encoding.decode_text`)."""
+    return decode_text(data, filename, declared=_declared_charset(data[:4096]))
 
 
 def parse_html(data: bytes, default_title: str, filename: str) -> ParsedDocument:
     """HTML: main text as located paragraphs; title from ``<title>`` or the first ``<h1>``."""
-    root = _parse_tree(data, filename)
+    decoded = decode_html(data, filename)
+    root = _parse_tree(decoded.text, filename)
     title = _squash(root.findtext("head/title") or "")
     author = next(
         (
@@ -83,6 +75,7 @@ def parse_html(data: bytes, default_title: str, filename: str) -> ParsedDocument
         file_type="html",
         paragraphs=walker.paragraphs,
         author=author or None,
+        encoding=decoded.encoding,
     )
 
 
@@ -102,7 +95,7 @@ def _declared_charset(head: bytes) -> str | None:
     return "utf-8" if name.startswith("utf-16") else name
 
 
-def _parse_tree(data: bytes, filename: str):
+def _parse_tree(page: str, filename: str):
     """The lxml tree with comments, processing instructions and dropped elements removed."""
     import lxml.html
     from lxml import etree
@@ -111,7 +104,7 @@ def _parse_tree(data: bytes, filename: str):
         encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True
     )
     try:
-        root = lxml.html.document_fromstring(decode_html(data).encode("utf-8"), parser=parser)
+        root = lxml.html.document_fromstring(page.encode("utf-8"), parser=parser)
     except (etree.LxmlError, ValueError) as exc:
         raise UnreadableDocument(f"{filename} could not be read as HTML: {exc}") from exc
     if any(

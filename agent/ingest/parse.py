@@ -21,6 +21,7 @@ from agent.ingest.document import (
     blocks,
     unwrap,
 )
+from agent.ingest.encoding import decode_text
 from agent.ingest.html import parse_html
 from agent.ingest.office import parse_docx, parse_pptx
 from agent.ingest.pdf import parse_pdf
@@ -91,7 +92,7 @@ def parse_bytes(
         raise UnreadableDocument(f"{filename} is empty")
     char_limit = MAX_DOCUMENT_CHARS if max_chars is None else max_chars
     if kind in ("txt", "md") and len(data) > char_limit:  # never more characters than bytes
-        _check_chars(len(_decode(data, filename)), char_limit, filename)
+        _check_chars(len(decode_text(data, filename).text), char_limit, filename)
     stem = Path(filename).stem.replace("_", " ").replace("-", " ").strip() or filename
     if kind == "pdf":
         doc = parse_pdf(data, stem, max_pages=max_pdf_pages, max_chars=max_chars)
@@ -114,16 +115,6 @@ def _check_chars(count: int, limit: int, filename: str) -> None:
         raise DocumentTooLarge(
             f"{filename} has {count:,} characters of text, more than the limit of {limit:,}"
         )
-
-
-def _decode(data: bytes, filename: str) -> str:
-    try:
-        # NUL is valid UTF-8 but Postgres text cannot hold it (PDF text drops it likewise)
-        return data.decode("utf-8-sig").replace("\x00", "")
-    except UnicodeDecodeError as exc:
-        raise UnreadableDocument(
-            f"{filename} is not valid UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from exc
 
 
 def _strip_gutenberg(text: str) -> str:
@@ -203,7 +194,10 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
 
 def _text_parser(parse: Callable[[str, str], ParsedDocument]) -> Parser:
     def run(data: bytes, title: str, filename: str) -> ParsedDocument:
-        return parse(_decode(data, filename), title)
+        decoded = decode_text(data, filename)
+        doc = parse(decoded.text, title)
+        doc.encoding = decoded.encoding
+        return doc
 
     return run
 

@@ -226,6 +226,7 @@ async def ingest_parsed(
         page_count=parsed.page_count,
         metadata={**parsed.metadata, "redactions": plan.redactions},
         tags=list(tags or []),
+        encoding=parsed.encoding,
         summary_status="pending" if parents else "none",
     )
     status: Literal["ingested", "replaced"] = "ingested"

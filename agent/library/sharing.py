@@ -44,6 +44,7 @@ def document_json(doc: VisibleDocument) -> dict:
         "summary_total": doc.summary_total,
         "chunk_count": doc.chunk_count,
         "page_count": doc.page_count,
+        "encoding": doc.encoding,
         "tags": list(doc.tags),
         "created_at": doc.created_at.isoformat(),
         "shared": doc.shared,

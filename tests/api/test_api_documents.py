@@ -22,8 +22,10 @@ from agent.retrieval.citations import citation_id
 from agent.summaries.builder import summarize_document
 from agent.summaries.writers import Summary
 from api.uploads import read_upload
+from tests.support.paths import SHARED
 from tests.support.samples import book_text
 
+SAMPLES = SHARED / "data" / "docs" / "pdf-samples"
 CREATURES = ["walrus", "carpenter", "gryphon", "dormouse", "caterpillar", "duchess"]
 
 
@@ -145,6 +147,28 @@ async def test_small_upload_is_ingested_inline_and_listed(client, person):
     assert [d["id"] for d in listed] == [doc["id"]]
     shown = (await client.get(f"/api/documents/{doc['id']}", headers=headers)).json()
     assert shown["document"] == doc and "table_of_contents" in shown["summaries"]
+
+
+async def test_a_windows_1252_article_is_ingested_with_its_encoding(client, person, services):
+    user, headers = await person("latin")
+    tag = uuid.uuid4().hex[:8]
+    article = (
+        f"Café {tag}\n\nThe “naïve” façade of café {tag} in Besançon was painted in 1998; "
+        "its crêpes cost 3 € — or £2.\n"
+    )
+    response = await upload(client, headers, "cafe.txt", article.encode("cp1252"))
+    assert response.status_code == 201, response.text
+    doc = response.json()["document"]
+    assert doc["encoding"] == "cp1252"
+    shown = (await client.get(f"/api/documents/{doc['id']}", headers=headers)).json()
+    assert shown["document"]["encoding"] == "cp1252"
+    chunk = (
+        await client.get(f"/api/chunks/{await first_chunk(services, doc['id'])}", headers=headers)
+    ).json()["chunk"]
+    assert "“naïve” façade" in chunk["text"] and "3 € — or £2" in chunk["text"]
+    pdf = (SAMPLES / "001-trivial" / "minimal-document.pdf").read_bytes()
+    response = await upload(client, headers, "minimal.pdf", pdf)
+    assert response.status_code == 201 and response.json()["document"]["encoding"] is None
 
 
 async def test_large_upload_becomes_a_job(client, person, services, monkeypatch):

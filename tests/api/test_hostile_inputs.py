@@ -43,6 +43,7 @@ FOUR_PAGES = (
 )
 TRIVIAL = SHARED / "data" / "docs" / "pdf-samples" / "001-trivial" / "minimal-document.pdf"
 MIB = 1024 * 1024
+PNG_HEADER = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 MEMORY_BOUND_MIB = 500
 
 
@@ -217,8 +218,9 @@ FILES = [
     ("locked.pdf", encrypted_pdf, 400, "unreadable", "encrypted with a password"),
     ("bomb.pdf", pdf_bomb, 413, "too_large", "5,000 pages, more than the limit of 2,000"),
     ("deep.html", deep_html, 400, "unreadable", "nested too deeply"),
-    ("bad-utf8.txt", lambda: b"valid start \xff\xfe\xfa then junk", 400, "unreadable", "UTF-8"),
-    ("nul.md", lambda: b"\x00" * 4096, 400, "unreadable", "no extractable text"),
+    ("random.txt", lambda: os.urandom(64 * 1024), 400, "unreadable", "binary data, not text"),
+    ("image.md", lambda: PNG_HEADER + os.urandom(8 * 1024), 400, "unreadable", "binary data"),
+    ("nul.md", lambda: b"\x00" * 4096, 400, "unreadable", "binary data"),
     (
         "scripts.html",
         lambda: b"<html><script>x()</script><nav>m</nav></html>",
