@@ -202,6 +202,9 @@ class RetrievalFigures:
     with :data:`CROWD` more documents of other users (``crowded``, never committed): what
     one user's search costs must not grow with everyone else's library."""
     crowd_documents: int = 0
+    with_embedding: list[LatencyFigures] = field(default_factory=list)
+    """Dense, BM25 (memory copy) and SQL BM25 each with its question's embedding added:
+    what a search from the question's text costs (``latencies`` are given the vector)."""
     notes: list[str] = field(default_factory=list)
 
     def crowded_summary(self) -> str:
@@ -279,6 +282,11 @@ async def bench_retrieval(
     database, foreign, uses_hnsw = await check_results(timed, tally.hit_ids, questions[0])
 
     latencies = [latency_figures(tally.times[op], op) for op in OPERATIONS]
+    embed = tally.times["embed"]
+    with_embedding = [
+        latency_figures([e + t for e, t in zip(embed, tally.times[op], strict=True)], op)
+        for op in ("dense", "keyword", "keyword_sql")
+    ]
     ratios = _p95_ratios(latencies)
     hybrid_p95 = next(f.p95_ms for f in latencies if f.operation == "hybrid")
     return RetrievalFigures(
@@ -305,6 +313,7 @@ async def bench_retrieval(
         bm25_memory_postings=memory_postings,
         crowded_reads_p50_ms=crowded,
         crowd_documents=crowd,
+        with_embedding=with_embedding,
         notes=[
             f"{len(QUESTIONS)} handwritten questions about the two books, cycled",
             "single client, queries one after another, warm database caches",

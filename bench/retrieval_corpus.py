@@ -164,15 +164,17 @@ def user_rows(
     pool: SentencePool,
     model: str,
     rng: np.random.Generator,
+    first_document: int = 0,
 ) -> tuple[list[tuple], list[tuple], list[tuple]]:
-    """One user's document, parent and child rows (columns as in :data:`COPIES`)."""
+    """One user's document, parent and child rows (columns as in :data:`COPIES`);
+    ``first_document``: how many of the user's documents earlier batches made."""
     per_doc = spec.chunks_per_document
     docs: list[tuple] = []
     parents: list[tuple] = []
     children: list[tuple] = []
-    for d in range((n_chunks + per_doc - 1) // per_doc):
+    for d in range(first_document, first_document + (n_chunks + per_doc - 1) // per_doc):
         doc_id = uuid.uuid4()
-        count = min(per_doc, n_chunks - d * per_doc)
+        count = min(per_doc, n_chunks - (d - first_document) * per_doc)
         starts = np.sort(rng.integers(0, len(pool.sentences) - 40, count))
         texts, _ = _chunk_texts(pool.sentences, starts, rng.integers(400, 700, count))
         vectors = _chunk_vectors(rng, pool.vectors, pool.at, starts)

@@ -11,13 +11,15 @@ from agent.services import Services, open_services
 from bench.common import QUICK_SUFFIX, database_settings
 
 BENCH_DATABASE = "quire_bench"
+SCALE_DATABASE = "quire_bench_scale"
+"""``quire bench retrieval --sizes``: one library per size (:mod:`bench.retrieval_scaling`)."""
 HNSW_INDEX = "child_chunks_embedding_hnsw"
 """The HNSW index over the chunk vectors (dropped for the load in the benchmark database)."""
 
 
 def is_bench_database(name: str | None) -> bool:
     """Whether ``name`` is one of this benchmark's databases (full or ``--quick``)."""
-    return name in (BENCH_DATABASE, BENCH_DATABASE + QUICK_SUFFIX)
+    return name in (BENCH_DATABASE, BENCH_DATABASE + QUICK_SUFFIX, SCALE_DATABASE)
 
 
 def drop_bench_database(settings: Settings) -> None:

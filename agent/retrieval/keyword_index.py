@@ -43,6 +43,7 @@ from agent.db.scope import SearchScope
 logger = logging.getLogger(__name__)
 
 _MAX_VIEWS = 16
+_UUID_BYTES = 8 + 56 + 44  # list slot, uuid.UUID object, its int
 
 
 def documents_fingerprint(documents: Iterable[VisibleDocument]) -> str:
@@ -80,6 +81,12 @@ class ReaderIndex:
         self._views: OrderedDict[str, _View] = OrderedDict()
         self.load_lock = asyncio.Lock()
         self.background: asyncio.Task | None = None
+
+    def nbytes(self) -> int:
+        """Memory the copy holds: its arrays, and its chunk ids (UUID objects, ~108 bytes each)."""
+        arrays = sum(a.nbytes for a in (*self._chunk_doc, *self._chunk_tokens))
+        arrays += sum(r.nbytes + tf.nbytes for parts in self._terms.values() for r, tf in parts)
+        return arrays + len(self.chunk_ids) * _UUID_BYTES
 
     # --- keeping in step -------------------------------------------------------------
 
@@ -265,6 +272,10 @@ class KeywordIndexes:
             index = self._readers[user_id] = ReaderIndex()
         self._readers.move_to_end(user_id)
         return index
+
+    def nbytes(self) -> int:
+        """Memory every reader's copy holds (:meth:`ReaderIndex.nbytes`)."""
+        return sum(r.nbytes() for r in self._readers.values())
 
     def _evict(self, keep: ReaderIndex) -> None:
         total = sum(r.postings for r in self._readers.values())

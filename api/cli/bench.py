@@ -128,10 +128,27 @@ def bench_retrieval_command(
         int, typer.Option(help="Child chunks of the target user (9 others get a tenth each).")
     ] = 100_000,
     rebuild: Annotated[bool, typer.Option(help="Drop the benchmark database first.")] = False,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            help="Library sizes to time in one database (e.g. 10k,100k,1m): cost growth, "
+            "BM25 copy load and memory, HNSW build and size, and a PNG of p95 against size."
+        ),
+    ] = None,
 ) -> None:
     """p50/p95 ms of embedding, dense, BM25, hybrid and raw pgvector top-k (database quire_bench)."""
     from bench.common import machine, write_results
     from bench.retrieval import run_retrieval_bench
+
+    if sizes is not None:
+        from bench.retrieval_scaling import parse_sizes
+
+        try:
+            parsed = parse_sizes(sizes)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--sizes") from None
+        _bench_retrieval_sizes(parsed, queries, rebuild)
+        return
 
     figures, data_dir = run_or_exit(run_retrieval_bench(queries, chunks, rebuild, log=log_dim))
     b = figures.build
@@ -172,6 +189,64 @@ def bench_retrieval_command(
         out.print(figures.crowded_summary())
     out.print(f"machine: {machine()}")
     out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
+
+
+def _bench_retrieval_sizes(sizes: list[int], queries: int, rebuild: bool) -> None:
+    """``quire bench retrieval --sizes``: one table row per size, the goals, JSON and PNG."""
+    from bench.common import machine, write_results
+    from bench.retrieval_scaling import draw_scaling_chart, run_scaling_bench, size_label
+
+    figures, data_dir = run_or_exit(run_scaling_bench(sizes, queries, rebuild, log=log_dim))
+    labels = [size_label(p.chunks) for p in figures.points]
+    table = Table("p50 / p95 ms", *labels)
+    for op in ("hybrid", "hybrid_search", "dense", "keyword", "keyword_sql", "raw", "embed"):
+        table.add_row(
+            op,
+            *(
+                f"{p.search.latency(op).p50_ms} / {p.search.latency(op).p95_ms}"
+                for p in figures.points
+            ),
+        )
+    for i, op in enumerate(("dense", "keyword", "keyword_sql")):
+        table.add_row(
+            f"{op} + embed",
+            *(
+                f"{p.search.with_embedding[i].p50_ms} / {p.search.with_embedding[i].p95_ms}"
+                for p in figures.points
+            ),
+        )
+    table.add_row(
+        "raw top-candidates",
+        *(
+            f"{p.search.latency('raw_candidates').p50_ms} / {p.search.latency('raw_candidates').p95_ms}"
+            for p in figures.points
+        ),
+    )
+    out.print(table)
+    table = Table("build and memory", *labels)
+    rows = {
+        "load (COPY) s": [p.build.load_s for p in figures.points],
+        "BM25 statistics s": [p.build.keyword_stats_s for p in figures.points],
+        "HNSW build s": [p.build.index_build_s for p in figures.points],
+        "vectors it indexed": [f"{p.index_vectors:,}" for p in figures.points],
+        "HNSW index MiB": [p.index_mb for p in figures.points],
+        "BM25 copy load s": [p.search.bm25_memory_load_s for p in figures.points],
+        "BM25 copy postings": [f"{p.search.bm25_memory_postings:,}" for p in figures.points],
+        "BM25 copy MiB": [p.bm25_memory_mib for p in figures.points],
+        "process RSS MiB": [p.rss_mib for p in figures.points],
+        "foreign hits": [p.search.foreign_hits for p in figures.points],
+    }
+    for name, values in rows.items():
+        table.add_row(name, *(str(v) for v in values))
+    out.print(table)
+    for name, goal in figures.goals.items():
+        out.print(
+            f"{name}: {goal['value']} (goal {goal['goal']:g}): {'met' if goal['met'] else 'NOT met'}"
+        )
+    out.print(f"vectors in the database: {figures.vectors_in_database:,}; machine: {machine()}")
+    folder = data_dir / "bench"
+    out.print(f"written: {write_results('retrieval_sizes', asdict(figures), folder)}")
+    out.print(f"chart: {draw_scaling_chart(figures, folder / 'retrieval_sizes.png')}")
 
 
 bench_app.command("answers")(bench_answers_command)
