@@ -134,9 +134,10 @@ async def add_messages(
     await conn.execute(
         text(
             "UPDATE chats SET updated_at = now(), "
-            "document_id = (SELECT d.id FROM documents d WHERE d.id = :b) WHERE id = :c"
+            "document_id = (SELECT d.id FROM documents d WHERE d.id = :b) "
+            "WHERE id = :c AND user_id = :u"
         ),
-        {"c": chat_id, "b": book},
+        {"c": chat_id, "b": book, "u": user_id},
     )
     return ids
 

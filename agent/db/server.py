@@ -125,7 +125,10 @@ def ensure_database(url: str, database: str) -> None:
         ).fetchone()
         if not exists:
             log.info("creating database %s", database)
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                pass  # another process (a second API worker) created it first
 
 
 def resolve_database(settings: Settings) -> DatabaseUrls:

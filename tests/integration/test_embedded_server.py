@@ -59,3 +59,35 @@ def test_tuning_restarts_an_idle_server_and_defers_for_a_busy_one(cluster):
     cluster.ensure_postgres_running()
     with psycopg.connect(uri, autocommit=True) as conn:
         assert shared_buffers_now(conn) == (176, 176)
+
+
+def test_workers_starting_together_create_the_database_once(settings):
+    """Two API workers starting at once both ensure the database: neither fails."""
+    import threading
+    import uuid
+
+    from agent.db.server import ensure_database, server_url, with_database
+
+    url, name = server_url(settings), f"quire_race_{uuid.uuid4().hex[:8]}"
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            ensure_database(url, name)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        with psycopg.connect(with_database(url, name).libpq) as conn:
+            assert conn.execute("SELECT current_database()").fetchone() == (name,)
+    finally:
+        with psycopg.connect(with_database(url, "postgres").libpq, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
