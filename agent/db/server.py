@@ -8,6 +8,7 @@ checkpointer and psycopg want plain ``postgresql://``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import warnings
@@ -125,10 +126,11 @@ def ensure_database(url: str, database: str) -> None:
         ).fetchone()
         if not exists:
             log.info("creating database %s", database)
-            try:
+            # another process (a second API worker) may create it first
+            with contextlib.suppress(
+                psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation
+            ):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
-                pass  # another process (a second API worker) created it first
 
 
 def resolve_database(settings: Settings) -> DatabaseUrls:
