@@ -1,5 +1,12 @@
 """Ingestion throughput (``quire bench ingest``): each file through the real pipeline, then
-its chunks through the raw embedder, for the ratio of the two."""
+its chunks through the raw embedder, for the ratio of the two.
+
+The default files are Pride and Prejudice and a 600-page PDF (the 117-page GeoTopo textbook
+in ``shared/data`` repeated, written once under ``$QUIRE_HOME/bench``: no larger PDF ships
+with the data). *Time to searchable* runs from the upload's bytes to a keyword search that
+finds the document's text; chapter summaries are written later, in the background, and are
+still pending at that moment.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +22,36 @@ from agent.library.accounts import resolve_user
 from agent.services import Services
 from bench.paths import PRIDE, SHARED_DATA
 
-INGEST_FILES = [
-    PRIDE,
-    SHARED_DATA / "docs" / "pdf-samples" / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf",
-]
+TEXTBOOK = SHARED_DATA / "docs" / "pdf-samples" / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
+INGEST_FILES = [PRIDE, TEXTBOOK]
+LONG_PDF_PAGES = 600
+SEARCHABLE_GOAL_S = 30.0
+"""Pride and Prejudice searchable within this many seconds on 2 cores."""
+RATIO_GOAL = 0.85
+"""Pipeline chunks/s over the raw embedder's on the same chunks."""
+
+
+def long_pdf(folder: Path, pages: int = LONG_PDF_PAGES) -> Path:
+    """A ``pages``-page PDF made of the textbook's pages over and over (written once)."""
+    from pypdf import PdfReader, PdfWriter
+
+    path = folder / f"textbook-{pages}-pages.pdf"
+    if path.exists():
+        return path
+    source = PdfReader(TEXTBOOK)
+    writer = PdfWriter()
+    while len(writer.pages) < pages:
+        for page in source.pages[: pages - len(writer.pages)]:
+            writer.add_page(page)
+    folder.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        writer.write(out)
+    return path
+
+
+def default_files(folder: Path) -> list[Path]:
+    """Pride and Prejudice and the 600-page PDF."""
+    return [PRIDE, long_pdf(folder)]
 
 
 @dataclass
@@ -28,6 +61,11 @@ class IngestFigures:
     file: str
     chunks: int
     parents: int
+    pages: int | None
+    searchable_s: float
+    """From the upload's bytes to a keyword search finding the document."""
+    summaries_pending: bool
+    """Chapter summaries were still to be written when it became searchable."""
     total_s: float
     parse_s: float
     chunk_s: float
@@ -36,7 +74,7 @@ class IngestFigures:
     chunks_per_s: float
     raw_embed_s: float
     throughput_ratio: float
-    """Pipeline throughput / raw embedder throughput on the same chunks (target >= 0.8)."""
+    """Pipeline throughput / raw embedder throughput on the same chunks (goal >= 0.85)."""
 
 
 async def bench_ingest(services: Services, files: list[Path] | None = None) -> list[IngestFigures]:
@@ -45,10 +83,13 @@ async def bench_ingest(services: Services, files: list[Path] | None = None) -> l
     embedder = services.embeddings.embedder
     # warm the runtime for every input length once, as a running server would be
     embedder.embed_documents(["word " * n for n in range(4, 300, 4)])
-    for path in files or INGEST_FILES:
+    for path in files or default_files(services.settings.data_dir / "bench"):
         user = await resolve_user(services, f"bench-{uuid.uuid4().hex[:8]}")
         data = path.read_bytes()
+        began = time.perf_counter()
         result = await ingest_bytes(services, user.id, data, path.name, source_uri=str(path))
+        pending, pages = await _searchable(services, user.id, result.document_id)
+        searchable = time.perf_counter() - began
         async with services.engine.connect() as conn:
             texts = list(
                 (
@@ -69,6 +110,9 @@ async def bench_ingest(services: Services, files: list[Path] | None = None) -> l
                 file=path.name,
                 chunks=result.chunks,
                 parents=result.parents,
+                pages=pages,
+                searchable_s=round(searchable, 2),
+                summaries_pending=pending,
                 total_s=round(result.seconds, 2),
                 parse_s=round(t.get("parse", 0.0), 2),
                 chunk_s=round(t.get("chunk", 0.0), 2),
@@ -82,3 +126,30 @@ async def bench_ingest(services: Services, files: list[Path] | None = None) -> l
         async with services.engine.begin() as conn:  # leave the store as it was
             await conn.execute(text("DELETE FROM users WHERE id = :u"), {"u": user.id})
     return figures
+
+
+async def _searchable(
+    services: Services, user_id: uuid.UUID, document_id: uuid.UUID
+) -> tuple[bool, int | None]:
+    """Search the document's own words (found once ingestion returns, or an error); whether
+    its summaries were still pending then, and its pages."""
+    from agent.db.scope import SearchScope
+    from agent.retrieval.search import SearchOptions, search
+
+    async with services.engine.connect() as conn:
+        probe, status, pages = (
+            await conn.execute(
+                text(
+                    "SELECT c.text, d.summary_status, d.page_count FROM child_chunks c JOIN documents d "
+                    "ON d.id = c.document_id WHERE c.document_id = :d "
+                    "ORDER BY c.chunk_index OFFSET 10 LIMIT 1"
+                ),
+                {"d": document_id},
+            )
+        ).one()
+    found = await search(
+        services, SearchScope(user_id=user_id), probe[:200], SearchOptions(k=5, mode="bm25")
+    )
+    if not any(c.record.document_id == document_id for c in found.chunks):
+        raise RuntimeError("the ingested document is not searchable")
+    return status == "pending", pages

@@ -31,10 +31,14 @@ def _eval_modes(mode: str, rerank: bool) -> list[str]:
     return modes + (["hybrid-rerank"] if rerank else [])
 
 
-def _beir_folder(dataset: Path | None) -> Path:
-    """The BEIR folder to evaluate on (default: the shared SciFact copy), checked."""
+def _beir_folder(dataset: Path | None, data_dir: Path) -> Path:
+    """The BEIR folder to evaluate on (default: the shared SciFact copy; ``books`` or
+    ``pydoc``: the sets built here, :mod:`bench.eval_retrieval_sets`), checked."""
     from bench.common import SHARED_DATA
+    from bench.eval_retrieval_sets import SETS, built_set
 
+    if dataset is not None and str(dataset) in SETS and not dataset.exists():
+        return built_set(str(dataset), data_dir / "eval" / "sets")
     folder = dataset or SHARED_DATA / "scifact"
     if not (folder / "corpus.jsonl").is_file():
         raise fail(f"{folder} is not a BEIR folder (no corpus.jsonl)", 2)
@@ -141,7 +145,10 @@ def _print_retrieval_report(report: Any) -> None:
 def eval_retrieval(
     dataset: Annotated[
         Path | None,
-        typer.Option(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."),
+        typer.Option(
+            help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (default: "
+            "SciFact); 'books' or 'pydoc': a set built here of another shape."
+        ),
     ] = None,
     mode: Annotated[
         str,
@@ -166,7 +173,10 @@ def eval_retrieval(
     user: Annotated[str, typer.Option("--user", "-u", help="User owning the index.")] = (
         "scifact-eval"
     ),
-    corpus: Annotated[str, typer.Option(help="Corpus name of the indexed documents.")] = "scifact",
+    corpus: Annotated[
+        str | None,
+        typer.Option(help="Corpus name of the indexed documents (default: the set's folder name)."),
+    ] = None,
     split: Annotated[str, typer.Option(help="Qrels split to evaluate.")] = "test",
     depth: Annotated[int, typer.Option(help="Chunks asked of search() per query (k).")] = 100,
     timeout: Annotated[
@@ -187,11 +197,12 @@ def eval_retrieval(
     from bench.eval_retrieval import write_report
 
     modes = _eval_modes(mode, rerank)
-    folder = _beir_folder(dataset)
     extra = _settings_overrides(overrides)
     settings = Settings(
         **{"database_name": database, "retrieval_timeout_seconds": timeout, **extra}
     )
+    folder = _beir_folder(dataset, settings.data_dir)
+    corpus = corpus or folder.name
     report, out_dir = _run_retrieval_eval(
         settings,
         folder,
