@@ -1,0 +1,94 @@
+"""``quire bench retrieval --sizes``, the sets ``quire eval retrieval`` builds, and
+``quire bench ingest``'s long PDF: logic on tiny inputs in the test database."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from bench.eval_retrieval_data import load_beir
+from bench.eval_retrieval_sets import built_set
+from bench.retrieval_scaling import (
+    bench_sizes,
+    draw_scaling_chart,
+    parse_sizes,
+    size_label,
+    size_spec,
+)
+
+
+def test_sizes_parse_and_label():
+    assert parse_sizes("10k,100k,1m") == [10_000, 100_000, 1_000_000]
+    assert parse_sizes(" 1M, 250000 ,10k,10k") == [10_000, 250_000, 1_000_000]
+    assert [size_label(n) for n in (10_000, 1_000_000, 2_500)] == ["10k", "1m", "2500"]
+    for bad in ("ten", "10x", "", "50"):
+        with pytest.raises(ValueError):
+            parse_sizes(bad)
+
+
+async def test_each_size_is_its_own_library_timed_on_the_same_questions(services, tmp_path):
+    from bench.retrieval_build import drop_corpus
+
+    prefix = f"scaletest-{uuid.uuid4().hex[:6]}"
+    sizes = [300, 900]
+    try:
+        figures = await bench_sizes(
+            services, sizes, queries=6, rebuild_index=False, prefix=prefix, pool_size=120, warmup=1
+        )
+        assert [p.chunks for p in figures.points] == sizes
+        for point in figures.points:
+            assert point.build.child_chunks == point.chunks
+            assert point.search.foreign_hits == 0  # the other size's library is never read
+            assert point.search.bm25_memory_postings > 0 and point.bm25_memory_mib > 0
+            assert point.rss_mib > 0 and point.index_mb > 0
+            assert [f.operation for f in point.search.with_embedding] == [
+                "dense",
+                "keyword",
+                "keyword_sql",
+            ]
+            embed, dense = point.search.latency("embed"), point.search.latency("dense")
+            assert point.search.with_embedding[0].p50_ms >= max(embed.p50_ms, dense.p50_ms)
+        small, large = figures.points
+        # each size's BM25 copy was loaded on its own: postings grow with the library
+        assert large.search.bm25_memory_postings > 2 * small.search.bm25_memory_postings
+        assert figures.vectors_in_database >= sum(sizes)
+        growth = figures.goals["hybrid_p95_growth"]
+        assert growth["value"] == round(figures.p95("hybrid")[1] / figures.p95("hybrid")[0], 2)
+        assert growth["met"] == (growth["value"] <= growth["goal"])
+        chart = draw_scaling_chart(figures, tmp_path / "sizes.png")
+        assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        for size in sizes:
+            await drop_corpus(services, size_spec(size, prefix))
+
+
+@pytest.mark.parametrize("name", ["books", "pydoc"])
+def test_sets_built_here_are_beir_folders(name, tmp_path):
+    folder = built_set(name, tmp_path)
+    dataset = load_beir(folder, "test")
+    assert len(dataset.corpus) >= 60 and len(dataset.queries) >= 20
+    for qid, relevant in dataset.qrels.items():
+        assert qid in dataset.queries and relevant
+        assert set(relevant) <= set(dataset.corpus)
+    lengths = sorted(len(dataset.document_text(d)) for d in dataset.corpus)
+    if name == "books":  # long chapters, questions in words
+        assert lengths[len(lengths) // 2] > 5_000
+        assert all(max(r.values()) == 2 for r in dataset.qrels.values())
+    else:  # one article per known-item query
+        assert all(len(r) == 1 for r in dataset.qrels.values())
+    again = built_set(name, tmp_path / "again")  # deterministic
+    assert (again / "qrels" / "test.tsv").read_text() == (folder / "qrels" / "test.tsv").read_text()
+    first = json.loads((folder / "queries.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"_id", "text"}
+
+
+def test_the_long_pdf_has_600_pages(tmp_path):
+    from pypdf import PdfReader
+
+    from bench.ingest import LONG_PDF_PAGES, long_pdf
+
+    path = long_pdf(tmp_path)
+    assert len(PdfReader(path).pages) == LONG_PDF_PAGES == 600
+    assert long_pdf(tmp_path) == path  # written once
