@@ -3,6 +3,7 @@ background load — unit tests on hand-made postings, then against the real Post
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 
@@ -95,6 +96,57 @@ def test_top_k_selection_equals_ranking_every_row(seed):
         assert index.score(view, query, k, BM25Params()) == full[:k]
     ordered = sorted(full, key=lambda h: (-h.score, h.chunk_id))
     assert full == ordered and len({h.chunk_id for h in full}) == len(full)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_maxscore_skips_common_terms_yet_ranks_exactly(seed):
+    """Rare and very common terms, unsorted postings in two loads, a view hiding a document:
+    the early-terminated scoring equals Okapi BM25 computed for every row."""
+    rng = np.random.default_rng(seed)
+    per_doc, n_docs = 500, 4
+    docs = [_doc(f"d{i}", chunks=per_doc, tokens=0) for i in range(n_docs)]
+    tokens = rng.integers(3, 40, per_doc * n_docs)
+    shares = {"rare1": 0.004, "rare2": 0.01, "mid": 0.1, "common": 0.8, "everywhere": 0.97}
+    postings = {t: rng.random(per_doc * n_docs) < p for t, p in shares.items()}
+    tfs = {t: rng.integers(1, 5, per_doc * n_docs) for t in shares}
+    index = ReaderIndex()
+    for half in (slice(0, 2), slice(2, 4)):  # two loads: the postings come in two parts
+        part = docs[half]
+        lo, hi = half.start * per_doc, half.stop * per_doc
+        for i, d in enumerate(part):
+            docs[half.start + i] = _doc(
+                d.id,
+                chunks=per_doc,
+                tokens=int(tokens[lo + i * per_doc : lo + (i + 1) * per_doc].sum()),
+            )
+        terms = {}
+        for t in shares:
+            hit = np.flatnonzero(postings[t][lo:hi])
+            rng.shuffle(hit)  # postings arrive in no particular order
+            terms[t] = (hit.tolist(), tfs[t][lo:hi][hit].tolist())
+        batch = _batch(
+            docs[half], [i // per_doc for i in range(hi - lo)], tokens[lo:hi].tolist(), terms
+        )
+        index.add(dataclasses.replace(batch, chunk_ids=[uuid.uuid4() for _ in range(hi - lo)]))
+    visible = [d for i, d in enumerate(docs) if i != 1]
+    view = index.make_view(visible)
+    rows = np.array([i // per_doc != 1 for i in range(per_doc * n_docs)])
+    n = float(rows.sum())
+    avgdl = float(tokens[rows].sum()) / n
+    query = ["everywhere", "rare1", "common", "mid", "rare2"]
+    expected = np.zeros(per_doc * n_docs)
+    for t in query:
+        hit = postings[t] & rows
+        df = int(hit.sum())
+        expected[hit] += [
+            _bm25(tf, dl, df, n, avgdl) for tf, dl in zip(tfs[t][hit], tokens[hit], strict=True)
+        ]
+    for k in (1, 5, 20):
+        got = index.score(view, query, k, BM25Params())
+        best = sorted(expected[expected > 0], reverse=True)[:k]
+        assert [h.score for h in got] == pytest.approx(best)
+        by_row = {index.chunk_ids[r]: expected[r] for r in np.flatnonzero(rows)}
+        assert all(by_row[h.chunk_id] == pytest.approx(h.score) for h in got)
 
 
 def test_a_view_scores_only_its_visible_documents_with_their_statistics():
