@@ -81,7 +81,8 @@ class SizePoint:
     index_vectors: int
     """Vectors in the database when the HNSW index was last built (this size and smaller)."""
     index_mb: float
-    """The HNSW index's size on disk after that build."""
+    """The HNSW index's size on disk after that build (reused libraries: its size now, over
+    every vector in the database)."""
     search: RetrievalFigures
     rss_mib: float
     """Resident memory of this process after timing this size (its BM25 copy loaded)."""
@@ -150,12 +151,15 @@ async def build_sizes(
     Returns ``(build figures, vectors indexed by that build, index MiB)`` per size.
     """
     built = []
+    loaded = 0
     for spec in specs:
         log(f"library of {size_label(spec.target_chunks)} chunks...")
         build = await ensure_corpus(
             services, spec, rebuild, index_during_load=not rebuild_index, log=log
         )
-        vectors = build.child_chunks if build.reused else await _vectors(services)
+        loaded += spec.target_chunks
+        # a library built by an earlier run was indexed with the smaller ones before it
+        vectors = loaded if build.reused else await _vectors(services)
         built.append((build, vectors, await _index_mb(services)))
     return built
 
