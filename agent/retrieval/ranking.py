@@ -19,7 +19,7 @@ from agent.retrieval.citations import citation_id
 from agent.retrieval.clock import SearchClock
 from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
-from agent.retrieval.fusion import weighted_rrf
+from agent.retrieval.fusion import adaptive_fusion, weighted_rrf
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
 from agent.retrieval.rerank import llm_scores, rerank_order, with_title
@@ -38,7 +38,20 @@ def fuse(
     mode: SearchMode,
     settings: Settings,
 ) -> Scored:
-    """Weighted RRF of every dense and keyword ranking (equal weights unless hybrid)."""
+    """Every dense and keyword ranking fused: adaptive score fusion (``fusion``), else
+    weighted RRF (equal weights unless hybrid)."""
+    if settings.fusion == "adaptive":
+        vector, keyword = (
+            (settings.vector_weight, settings.keyword_weight) if mode == "hybrid" else (1.0, 1.0)
+        )
+        return adaptive_fusion(
+            [
+                (vector, [[(h.chunk_id, h.score) for h in lst] for lst in dense_lists]),
+                (keyword, [[(h.chunk_id, h.score) for h in lst] for lst in keyword_lists]),
+            ],
+            settings.fusion_drop_depth,
+            settings.fusion_min_share,
+        )
     lists: list[list[uuid.UUID]] = []
     weights: list[float] = []
     for ranking in dense_lists:
