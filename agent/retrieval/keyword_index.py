@@ -39,6 +39,7 @@ from agent.db.postings import (
     visible_documents,
 )
 from agent.db.scope import SearchScope
+from agent.retrieval.maxscore import maxscore_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -204,50 +205,15 @@ class ReaderIndex:
     def score(
         self, view: _View, terms: Sequence[str], k: int, bm25: BM25Params
     ) -> list[ScoredChunkId]:
-        """Okapi BM25 of the visible rows for the distinct ``terms``, best ``k`` first.
-
-        Exact, by MaxScore: terms are scored in full rarest first until no row that none of
-        them matched could still reach the ``k``-th best score (the common terms' bounds add
-        up to less); the common terms are then looked up for the candidate rows only, in
-        their row-sorted postings. A question's common words ("said", "would") no longer
-        cost a pass over most of the library.
-        """
+        """Okapi BM25 of the visible rows for the distinct ``terms``, best ``k`` first
+        (exact, by MaxScore: :mod:`agent.retrieval.maxscore`)."""
         if k <= 0 or not self.rows:
             return []
         chunk_tokens = self._all(self._chunk_tokens, np.float32)
         lists = self._term_lists(view, terms, bm25)
         if not lists:
             return []
-
-        def partial(idf: float, rows: np.ndarray, tf: np.ndarray) -> np.ndarray:
-            tf64 = tf.astype(np.float64)
-            dl = chunk_tokens[rows].astype(np.float64)
-            norm = bm25.k1 * (1 - bm25.b + bm25.b * dl / view.avgdl)
-            return idf * tf64 * (bm25.k1 + 1) / (tf64 + norm)
-
-        remaining = sum(t[0] for t in lists)
-        seen_rows: list[np.ndarray] = []
-        seen_scores: list[np.ndarray] = []
-        done = 0
-        while done < len(lists):
-            _, idf, rows, tf = lists[done]
-            seen_rows.append(rows)
-            seen_scores.append(partial(idf, rows, tf))
-            remaining -= lists[done][0]
-            done += 1
-            candidates, scores = _sum_by_row(seen_rows, seen_scores)
-            if done < len(lists) and len(candidates) >= k:
-                kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-                if remaining < kth:  # a row none of these matched cannot reach the top k
-                    break
-        for _, idf, rows, tf in lists[done:]:
-            at = np.minimum(np.searchsorted(rows, candidates), len(rows) - 1)
-            found = rows[at] == candidates
-            scores[found] += partial(idf, rows[at[found]], tf[at[found]])
-        if len(candidates) > k:
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            best = scores >= kth  # ties at the edge all stay
-            candidates, scores = candidates[best], scores[best]
+        candidates, scores = maxscore_top_k(lists, chunk_tokens, view.avgdl, bm25, k)
         ranked = sorted(
             ((self.chunk_ids[r], float(s)) for r, s in zip(candidates, scores, strict=True)),
             key=lambda hit: (-hit[1], hit[0]),
@@ -296,12 +262,6 @@ class ReaderIndex:
         if len(parts) > 1:
             parts[:] = [np.concatenate(parts)]
         return parts[0] if parts else np.zeros(0, dtype=dtype)
-
-
-def _sum_by_row(rows: list[np.ndarray], scores: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (sorted) and their summed scores, over the rows touched only."""
-    unique, inverse = np.unique(np.concatenate(rows), return_inverse=True)
-    return unique, np.bincount(inverse, weights=np.concatenate(scores), minlength=len(unique))
 
 
 def _unfiltered(scope: SearchScope) -> bool:
