@@ -133,8 +133,8 @@ async def _searchable(
 ) -> tuple[bool, int | None]:
     """Search the document's own words (found once ingestion returns, or an error); whether
     its summaries were still pending then, and its pages."""
+    from agent.db.chunks import BM25Params, fetch_chunks, keyword_search
     from agent.db.scope import SearchScope
-    from agent.retrieval.search import SearchOptions, search
 
     async with services.engine.connect() as conn:
         probe, status, pages = (
@@ -147,9 +147,15 @@ async def _searchable(
                 {"d": document_id},
             )
         ).one()
-    found = await search(
-        services, SearchScope(user_id=user_id), probe[:200], SearchOptions(k=5, mode="bm25")
-    )
-    if not any(c.record.document_id == document_id for c in found.chunks):
+        # the store's BM25 query itself: the pipeline's time budget could cut it on a busy box
+        hits = await keyword_search(
+            conn,
+            SearchScope(user_id=user_id),
+            probe[:200],
+            5,
+            BM25Params.from_settings(services.settings),
+        )
+        owners = await fetch_chunks(conn, SearchScope(user_id=user_id), [h.chunk_id for h in hits])
+    if not any(r.document_id == document_id for r in owners.values()):
         raise RuntimeError("the ingested document is not searchable")
     return status == "pending", pages
