@@ -159,9 +159,7 @@ class ReaderIndex:
         postings = 0
         self._bounds.clear()
         for term in list(self._terms):
-            parts = self._terms[term]
-            rows = np.concatenate([r for r, _ in parts])
-            tf = np.concatenate([t for _, t in parts])
+            rows, tf = _merged(self._terms[term])
             live = keep[rows]
             if live.any():
                 self._terms[term] = [(new_row[rows[live]], tf[live])]
@@ -249,8 +247,7 @@ class ReaderIndex:
         """The term's postings in one pair of arrays sorted by row, its bounds computed."""
         parts = self._terms[term]
         if term not in self._bounds:
-            rows = np.concatenate([r for r, _ in parts])
-            tf = np.concatenate([t for _, t in parts])
+            rows, tf = _merged(parts)
             order = np.argsort(rows, kind="stable")
             parts[:] = [(rows[order], tf[order])]
             chunk_tokens = self._all(self._chunk_tokens, np.float32)
@@ -262,6 +259,11 @@ class ReaderIndex:
         if len(parts) > 1:
             parts[:] = [np.concatenate(parts)]
         return parts[0] if parts else np.zeros(0, dtype=dtype)
+
+
+def _merged(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """A term's postings parts (one per load) as one pair of arrays, in load order."""
+    return np.concatenate([r for r, _ in parts]), np.concatenate([t for _, t in parts])
 
 
 def _unfiltered(scope: SearchScope) -> bool:
