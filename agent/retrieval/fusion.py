@@ -42,9 +42,12 @@ def relative_drop(scores: Sequence[float], depth: int) -> float:
     return max((scores[0] - scores[min(depth, len(scores)) - 1]) / abs(scores[0]), 0.0)
 
 
-def min_max(scores: Sequence[float]) -> list[float]:
-    """Scores rescaled to [0, 1] within their list (all 1 when they are equal)."""
+def min_max(scores: Sequence[float], floor: float | None = None) -> list[float]:
+    """Scores rescaled to [0, 1] within their list (all 1 when they are equal); ``floor``,
+    when given and lower than the list's minimum, maps to 0 instead of that minimum."""
     lo, hi = min(scores), max(scores)
+    if floor is not None:
+        lo = min(lo, floor)
     return [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
 
 
@@ -52,6 +55,7 @@ def adaptive_fusion(
     sides: Sequence[tuple[float, Sequence[Sequence[tuple[K, float]]]]],
     depth: int = 10,
     min_share: float = 0.15,
+    full_length: int | None = None,
 ) -> list[tuple[K, float]]:
     """Score-aware fusion of two sides (dense and keyword), weighted per query.
 
@@ -64,6 +68,10 @@ def adaptive_fusion(
     leans on the vectors: measured, this beats both sides alone on SciFact, book chapters
     with factoid questions and keyword queries over the Python reference, where equal-weight
     RRF lost to BM25 (``quire eval retrieval``). Ties keep first-seen order.
+
+    A list shorter than ``full_length`` (the depth asked of the retriever) holds every match
+    there is, so its floor is 0, a non-match's score, not its own last hit: two near-equal
+    hits in a small library stay near-equal instead of becoming 1 and 0.
     """
     weights, fused_sides = [], []
     for base, lists in sides:
@@ -74,7 +82,9 @@ def adaptive_fusion(
         weights.append(base * max(sum(drops) / len(drops), 1e-6))
         side: dict[K, float] = {}
         for lst in lists:
-            for (item, _), score in zip(lst, min_max([s for _, s in lst]), strict=True):
+            exhausted = full_length is not None and len(lst) < full_length
+            scaled = min_max([s for _, s in lst], 0.0 if exhausted else None)
+            for (item, _), score in zip(lst, scaled, strict=True):
                 side[item] = side.get(item, 0.0) + score / len(lists)
         fused_sides.append(side)
     if not fused_sides:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from agent.retrieval.fusion import adaptive_fusion, min_max, relative_drop, weighted_rrf
@@ -51,3 +53,25 @@ def test_several_lists_per_side_are_averaged_and_ties_keep_first_seen_order():
     fused = adaptive_fusion([(1.0, [one, two])])
     assert fused == [("x", 0.5), ("y", 0.5)]
     assert adaptive_fusion([(0.5, []), (0.5, [[]])]) == []
+
+
+def test_an_exhausted_list_keeps_near_ties_near_equal():
+    # two near-equal hits, all the library has: min-max alone would make them 1 and 0
+    few = [("new", 5.0), ("old", 4.9)]
+    assert min_max([5.0, 4.9], floor=0.0) == pytest.approx([1.0, 0.98])
+    assert min_max([5.0, 4.9], floor=6.0) == pytest.approx([1.0, 0.0])  # floor above min: unused
+    fused = dict(adaptive_fusion([(1.0, [few])], full_length=40))
+    assert fused["old"] == pytest.approx(0.98)
+    full = [(f"d{i}", 5.0 - 0.1 * i) for i in range(40)]  # as deep as asked: own floor
+    assert dict(adaptive_fusion([(1.0, [full])], full_length=40))["d39"] == 0.0
+
+
+def test_mmr_weighs_adaptive_fusion_by_rank_as_it_weighs_rrf():
+    from agent.config import Settings
+    from agent.retrieval.ranking import mmr_relevance
+
+    chunks = [SimpleNamespace(score=s) for s in (0.95, 0.40, 0.10)]
+    rrf_scores = mmr_relevance(chunks, Settings(fusion="rrf"))
+    assert rrf_scores == [0.95, 0.40, 0.10]
+    by_rank = mmr_relevance(chunks, Settings(fusion="adaptive", rrf_k=60))
+    assert by_rank == pytest.approx([1 / 61, 1 / 62, 1 / 63])
