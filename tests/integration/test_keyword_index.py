@@ -263,9 +263,16 @@ async def _chunk_ids(services, user_id) -> set[uuid.UUID]:
         return {r.id for r in rows}
 
 
+async def _sql_ids(services, scope: SearchScope, query: str) -> set:
+    """The chunks Postgres's own BM25 (the fallback to the memory copy) finds."""
+    async with services.engine.connect() as conn:
+        return {h.chunk_id for h in await keyword_search(conn, scope, query, 20)}
+
+
 async def test_visibility_comes_from_postgres_on_every_search(services, new_user):
     """Another user's chunks are never scored; a share shows up and a revoke hides it at
-    once, although the shared document's postings are still held in memory."""
+    once, although the shared document's postings are still held in memory. Postgres's
+    BM25 admits exactly the same chunks."""
     owner, reader = await new_user("kw-owner"), await new_user("kw-reader")
     doc = await _ingest(services, owner, "The lighthouse keeper polishes the lamp.")
     mine = await _ingest(services, reader, "My own lighthouse notes.")
@@ -273,6 +280,7 @@ async def test_visibility_comes_from_postgres_on_every_search(services, new_user
     scope = SearchScope(user_id=reader.id)
     own_only = await _chunk_ids(services, reader.id)
     assert {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")} == own_only
+    assert await _sql_ids(services, scope, "lighthouse") == own_only
     async with services.engine.begin() as conn:
         await conn.execute(
             text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
@@ -280,6 +288,7 @@ async def test_visibility_comes_from_postgres_on_every_search(services, new_user
         )
     shared = {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")}
     assert shared == own_only | await _chunk_ids(services, owner.id)
+    assert await _sql_ids(services, scope, "lighthouse") == shared
     narrowed = SearchScope(reader.id, (mine.document_id,))
     assert {
         h.chunk_id for h in await _rankings(services, indexes, narrowed, "lighthouse")
@@ -290,6 +299,7 @@ async def test_visibility_comes_from_postgres_on_every_search(services, new_user
             {"u": reader.id},
         )
     assert {h.chunk_id for h in await _rankings(services, indexes, scope, "lighthouse")} == own_only
+    assert await _sql_ids(services, scope, "lighthouse") == own_only
 
 
 async def test_the_listed_visible_set_is_the_visible_set(services, new_user):
