@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT
+from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, OWNER_TERMS_UPDATE
 from agent.db.engine import ensure_embedding_store
 from agent.db.users import get_or_create_user
 from agent.services import Services
@@ -171,6 +171,7 @@ async def _keyword_stats(services: Services, user_ids: list[uuid.UUID]) -> None:
     async with services.engine.begin() as conn:
         where = "d.user_id = ANY(:u)"
         await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"u": user_ids})
+        await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), {"u": user_ids})
         await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"u": user_ids})
         await conn.execute(
             text(

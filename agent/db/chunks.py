@@ -159,6 +159,12 @@ stats AS (
                     / greatest(coalesce(sum(v.keyword_chunks), 0), 1), 1) AS avgdl
     FROM visible v),
 q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
+shared AS MATERIALIZED (SELECT v.id FROM visible v WHERE v.user_id <> :scope_user),
+"""
+
+# IDF of each query term, its document frequency summed over every visible document
+# (narrowed scopes: a corpus, type, time window or named documents).
+_IDF_PER_DOCUMENT = """
 idf AS (
     SELECT q.term, coalesce(sum(t.df), 0) AS df,
            ln(1 + (s.n - coalesce(sum(t.df), 0) + 0.5) / (coalesce(sum(t.df), 0) + 0.5)) AS idf
@@ -166,6 +172,20 @@ idf AS (
     LEFT JOIN keyword_terms t
            ON t.term = q.term AND t.document_id IN (SELECT id FROM visible)
     GROUP BY q.term, s.n)
+"""
+
+# The same IDF for a whole library: the owner's count (one row a term, migration 0012) plus
+# the documents shared with them, probed one by one (OFFSET 0 keeps it a probe: few shares).
+_IDF_PER_OWNER = """
+idf AS (
+    SELECT q.term, f.df, ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) AS idf
+    FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
+        SELECT coalesce((SELECT o.df FROM keyword_owner_terms o
+                         WHERE o.user_id = :scope_user AND o.term = q.term), 0)
+             + coalesce((SELECT sum(t.df) FROM shared sd CROSS JOIN LATERAL (
+                             SELECT t.df FROM keyword_terms t
+                             WHERE t.term = q.term AND t.document_id = sd.id OFFSET 0) t), 0)
+             AS df) f)
 """
 
 
@@ -197,7 +217,6 @@ LIMIT :k
 # rows (a filter there makes Postgres read the term's whole list first). Candidates are
 # always checked against ``visible``.
 _BM25_IMPACT_SQL = """
-shared AS MATERIALIZED (SELECT v.id FROM visible v WHERE v.user_id <> :scope_user),
 cand AS (
     SELECT c.document_id, c.chunk_id, sum(c.contribution) AS partial
     FROM idf i CROSS JOIN stats s CROSS JOIN LATERAL (
@@ -269,8 +288,9 @@ async def keyword_search(
     """Okapi BM25 over the visible documents' child chunks, best first.
 
     Terms are Postgres ``english`` lexemes (stemmed, stop words removed) and are ORed.
-    IDF and average length come from ``keyword_terms`` and per-document totals summed over
-    exactly the visible documents. A scope naming its documents is scored over all their
+    IDF and average length are those of exactly the visible documents: the owner's term
+    counts (``keyword_owner_terms``) plus shared documents' ``keyword_terms`` for a whole
+    library, ``keyword_terms`` summed per document for a narrowed one. A scope naming its documents is scored over all their
     postings; a whole library reads each term's highest-impact postings first and rescores
     the best candidates exactly, so cost no longer grows with how common a term is.
     """
@@ -282,8 +302,9 @@ async def keyword_search(
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
     narrowed = scope.narrowed
+    idf = _IDF_PER_DOCUMENT if narrowed else _IDF_PER_OWNER
     if exhaustive:
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {_BM25_EXACT_SQL}"
+        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf} {_BM25_EXACT_SQL}"
     else:
         visible_document, _ = scope.document_filter_sql()
         impact = _BM25_IMPACT_SQL.format(
@@ -291,7 +312,7 @@ async def keyword_search(
             own_filter="AND p.document_id IN (SELECT id FROM visible)" if narrowed else "",
             visible_document=visible_document,
         )
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS}, {impact}"
+        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf}, {impact}"
         params |= {
             "full_list": bm25.full_list,
             "per_term": bm25.top_postings,

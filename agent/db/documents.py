@@ -252,9 +252,36 @@ KEYWORD_TERMS_INSERT = (
     "WHERE {where} GROUP BY u.lexeme, c.document_id"
 )
 
+# Adds (``{sign}`` empty) or takes back (``-``) the ``keyword_terms`` of the documents matching
+# ``{where}`` (over ``documents d``) in their owners' term counts (migration 0012). Rows go in
+# term order, so two transactions touching one owner's counts wait instead of deadlocking.
+OWNER_TERMS_UPDATE = (
+    "INSERT INTO keyword_owner_terms AS o (user_id, term, df) "
+    "SELECT d.user_id, t.term, {sign}sum(t.df) FROM keyword_terms t "
+    "JOIN documents d ON d.id = t.document_id WHERE {where} "
+    "GROUP BY d.user_id, t.term ORDER BY d.user_id, t.term "
+    "ON CONFLICT (user_id, term) DO UPDATE SET df = o.df + excluded.df"
+)
+
+
+async def _take_back_owner_terms(conn: AsyncConnection, document_id: uuid.UUID) -> None:
+    """The document's terms out of its owner's counts (before its ``keyword_terms`` go)."""
+    await conn.execute(
+        text(OWNER_TERMS_UPDATE.format(sign="-", where="d.id = :d")), {"d": document_id}
+    )
+    await conn.execute(
+        text(
+            "DELETE FROM keyword_owner_terms o USING keyword_terms t, documents d "
+            "WHERE t.document_id = :d AND d.id = :d AND o.user_id = d.user_id "
+            "AND o.term = t.term AND o.df <= 0"
+        ),
+        {"d": document_id},
+    )
+
 
 async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) -> None:
     """Recompute the document's BM25 statistics from its child chunks' tsvectors."""
+    await _take_back_owner_terms(conn, document_id)
     await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": document_id})
     await conn.execute(
         text("DELETE FROM keyword_postings WHERE document_id = :d"), {"d": document_id}
@@ -262,6 +289,7 @@ async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) 
     where = "d.id = :d"
     await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"d": document_id})
     await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"d": document_id})
+    await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), {"d": document_id})
     await conn.execute(
         text(
             "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
@@ -276,6 +304,13 @@ async def delete_document(
     conn: AsyncConnection, user_id: uuid.UUID, document_id: uuid.UUID
 ) -> bool:
     """Delete one of the user's documents with every chunk, vector and keyword entry."""
+    owned = await conn.execute(
+        text("SELECT 1 FROM documents WHERE id = :d AND user_id = :u FOR UPDATE"),
+        {"d": document_id, "u": user_id},
+    )
+    if owned.first() is None:
+        return False
+    await _take_back_owner_terms(conn, document_id)
     result = await conn.execute(
         text("DELETE FROM documents WHERE id = :d AND user_id = :u"),
         {"d": document_id, "u": user_id},

@@ -426,3 +426,55 @@ async def test_search_given_the_query_vector_is_the_same_search(services, alice_
     )
     assert all(c.record.parent_text for c in given.chunks)  # parents read for the chosen
     assert given.metrics.stages_ms["embed"] == 0.0
+
+
+async def _owner_counts(services, user_id) -> tuple[dict, dict]:
+    """The owner's kept term counts, and the same counts summed from ``keyword_terms``."""
+    async with services.engine.connect() as conn:
+        kept = await conn.execute(
+            text("SELECT term, df FROM keyword_owner_terms WHERE user_id = :u"), {"u": user_id}
+        )
+        summed = await conn.execute(
+            text(
+                "SELECT t.term, sum(t.df) AS df FROM keyword_terms t "
+                "JOIN documents d ON d.id = t.document_id WHERE d.user_id = :u GROUP BY t.term"
+            ),
+            {"u": user_id},
+        )
+        return {r.term: r.df for r in kept}, {r.term: r.df for r in summed}
+
+
+async def test_owner_term_counts_follow_ingest_and_delete_and_score_exactly(services, new_user):
+    """SQL BM25 over a whole library reads the owner's term counts: they stay equal to the
+    per-document sums through ingests and deletes, and score exactly as summing per
+    document does (a share included)."""
+    owner, other = await new_user("kw-owner-df"), await new_user("kw-owner-df-share")
+    bodies = [
+        "The lighthouse keeper polishes the lamp every evening.",
+        "A second lighthouse stands on the cliff above the harbour.",
+        "Fishing boats leave the harbour before the lamp is lit.",
+    ]
+    docs = [await _ingest(services, owner, body) for body in bodies]
+    kept, summed = await _owner_counts(services, owner.id)
+    assert kept == summed and kept["lighthous"] == 2 and kept["harbour"] == 2
+
+    theirs = await _ingest(services, other, "Their harbour lighthouse has a brass lamp.")
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("INSERT INTO document_access (document_id, user_id) VALUES (:d, :u)"),
+            {"d": theirs.document_id, "u": owner.id},
+        )
+    every = (*(d.document_id for d in docs), theirs.document_id)
+    for question in ("lighthouse lamp", "harbour boats cliff"):
+        async with services.engine.connect() as conn:
+            library = await keyword_search(conn, SearchScope(owner.id), question, 20)
+            named = await keyword_search(conn, SearchScope(owner.id, every), question, 20)
+        assert {h.chunk_id: h.score for h in library} == pytest.approx(
+            {h.chunk_id: h.score for h in named}
+        )
+
+    await delete_user_document(services, owner.id, docs[1].document_id)
+    kept, summed = await _owner_counts(services, owner.id)
+    assert kept == summed and kept["lighthous"] == 1 and "cliff" not in kept
+    theirs_kept, theirs_summed = await _owner_counts(services, other.id)
+    assert theirs_kept == theirs_summed and theirs_kept["brass"] == 1  # another owner's own
