@@ -1,0 +1,60 @@
+"""MaxScore against Okapi BM25 computed for every row."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agent.db.chunks import BM25Params
+from agent.retrieval.maxscore import maxscore_top_k
+
+BM25 = BM25Params()
+
+
+def _factors(tf, lengths, avgdl):
+    tf = tf.astype(np.float64)
+    return tf * (BM25.k1 + 1) / (tf + BM25.k1 * (1 - BM25.b + BM25.b * lengths / avgdl))
+
+
+def _term_lists(seed: int, n_rows: int, shares: list[float]):
+    """Random row-sorted postings for terms found in ``shares`` of the rows; a few rows
+    repeat a word, as real answers do."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(3, 60, n_rows).astype(np.float32)
+    avgdl = float(tokens.mean())
+    lists = []
+    for share in shares:
+        rows = np.flatnonzero(rng.random(n_rows) < share).astype(np.int32)
+        tf = np.where(rng.random(len(rows)) < 0.05, rng.integers(2, 9, len(rows)), 1)
+        tf = tf.astype(np.int32)
+        idf = math.log(1 + (n_rows - len(rows) + 0.5) / (len(rows) + 0.5))
+        bound = idf * float(_factors(tf, tokens[rows], avgdl).max()) if len(rows) else 0.0
+        lists.append((bound, idf, rows, tf))
+    lists.sort(key=lambda t: -t[0])
+    return tokens, avgdl, [t for t in lists if len(t[2])]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("k", [1, 10, 40])
+def test_maxscore_equals_every_row_scored(seed, k):
+    shares = [0.0005, 0.003, 0.05, 0.4, 0.9, 0.6][: 2 + seed % 5]
+    tokens, avgdl, lists = _term_lists(seed, 20_000, shares)
+    expected = np.zeros(len(tokens))
+    for _, idf, rows, tf in lists:
+        expected[rows] += idf * _factors(tf, tokens[rows], avgdl)
+    kth = np.sort(expected)[::-1][k - 1]
+    want = np.flatnonzero((expected >= kth) & (expected > 0))  # ties at the edge kept
+    rows, scores = maxscore_top_k(lists, tokens, avgdl, BM25, k)
+    assert set(rows.tolist()) == set(want.tolist())
+    assert scores == pytest.approx(expected[rows])
+
+
+def test_fewer_matches_than_k_are_all_returned():
+    tokens = np.full(5_000, 10.0, dtype=np.float32)
+    rows = np.array([3, 70, 900], dtype=np.int32)
+    tf = np.array([1, 2, 1], np.int32)
+    lists = [(3.0, 2.0, rows, tf)]
+    found, scores = maxscore_top_k(lists, tokens, 10.0, BM25, 10)
+    assert found.tolist() == [3, 70, 900] and scores.argmax() == 1
