@@ -266,6 +266,12 @@ def _merged(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
     return np.concatenate([r for r, _ in parts]), np.concatenate([t for _, t in parts])
 
 
+def _log_failure(task: asyncio.Future) -> None:
+    """Log a load that failed after the search awaiting it had given up."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("loading BM25 postings failed: %s", task.exception())
+
+
 def _unfiltered(scope: SearchScope) -> bool:
     """Whether the scope sees everything its reader may read (its list is complete)."""
     return scope.include_shared and not scope.narrowed
@@ -321,7 +327,11 @@ class KeywordIndexes:
                 self._load_in_background(engine, index, scope)
                 return None
             if missing:
-                await self._load(engine, index, missing)
+                # shielded: a search that runs out of time leaves the load to finish, so the
+                # next one finds it done instead of starting it again (and timing out again)
+                load = asyncio.ensure_future(self._load(engine, index, missing))
+                load.add_done_callback(_log_failure)
+                await asyncio.shield(load)
             if _unfiltered(scope):
                 index.forget_missing(documents)
             gone = {d.id for d in index.missing(documents)}  # deleted between the two reads

@@ -478,3 +478,32 @@ async def test_owner_term_counts_follow_ingest_and_delete_and_score_exactly(serv
     assert kept == summed and kept["lighthous"] == 1 and "cliff" not in kept
     theirs_kept, theirs_summed = await _owner_counts(services, other.id)
     assert theirs_kept == theirs_summed and theirs_kept["brass"] == 1  # another owner's own
+
+
+async def test_a_load_outlives_the_search_that_ran_out_of_time(services, new_user, monkeypatch):
+    """A search that times out while loading new postings leaves the load to finish: the
+    next search scores from memory instead of starting the load over."""
+    import asyncio
+
+    import agent.retrieval.keyword_index as keyword_index
+
+    user = await new_user("kw-slow-load")
+    await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    real_load = keyword_index.load_postings
+    loads = []
+
+    async def slow_load(conn, document_ids):
+        loads.append(list(document_ids))
+        await asyncio.sleep(0.5)
+        return await real_load(conn, document_ids)
+
+    monkeypatch.setattr(keyword_index, "load_postings", slow_load)
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    scope = SearchScope(user_id=user.id)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(_rankings(services, indexes, scope, "lighthouse"), 0.1)
+    await asyncio.sleep(1.0)
+    assert indexes.reader(user.id).postings > 0  # loaded after all
+    hits = await _rankings(services, indexes, scope, "lighthouse")
+    assert {h.chunk_id for h in hits} == await _chunk_ids(services, user.id)
+    assert len(loads) == 1
