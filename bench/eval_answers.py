@@ -39,6 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.services import Services
+from bench.eval_answers_checkpoint import Checkpoint
 from bench.eval_answers_data import Item, load_dataset
 from bench.eval_answers_figures import (
     METRICS,
@@ -200,9 +201,13 @@ async def evaluate_answers(
     baseline: bool = True,
     summaries: str | None = "extractive",
     compare_tools: bool = False,
+    checkpoint: Checkpoint | None = None,
     log: Log = quiet,
 ) -> AnswersReport:
     """Ingest the documents, ask every question through the graph and the baseline, score.
+
+    ``checkpoint`` keeps each question's rows as they come and supplies those of questions
+    answered by an earlier, stopped run (:mod:`bench.eval_answers_checkpoint`).
 
     ``compare_tools`` asks each question twice through the graph, with tool selection
     (seed 003) on (``rag``) and off (``rag_no_tools``), in the same run.
@@ -229,7 +234,20 @@ async def evaluate_answers(
             for info, document_id in zip(documents, ids.values(), strict=True):
                 info["summary"] = await ensure_global_summary(services, document_id, summaries, log)
         every = [str(i) for i in ids.values()]
+        systems = (
+            {"rag"}
+            | ({NO_TOOLS} if compare_tools else set())
+            | ({"baseline"} if baseline else set())
+        )
+        resumed = 0
         for n, item in enumerate(items, start=1):
+            kept = checkpoint.answered(item.question, systems) if checkpoint else None
+            if kept is not None:
+                results.extend(kept)
+                resumed += 1
+                log(f"[{n}/{len(items)}] kept from the earlier run: {item.question!r}")
+                continue
+            asked = len(results)
             scope = [str(ids[p]) for p in item.documents] or every
             context = Context(
                 user=user,
@@ -247,6 +265,8 @@ async def evaluate_answers(
                 log(f"  tool selection off: {off.route} match={off.match}")
             if baseline:
                 results.append(await _answer_baseline(services, model, item, row.route))
+            if checkpoint:
+                checkpoint.add(results[asked:])
         async with services.engine.connect() as conn:
             database = (await conn.execute(sql("SELECT current_database()"))).scalar()
 
@@ -262,6 +282,11 @@ async def evaluate_answers(
         notes=[
             "baseline rows are grouped by the route the graph took for the same question",
             "match: acceptable answer contained (case-insensitive); unanswerable: refusal",
+            *(
+                [f"{resumed} of {len(items)} questions' rows kept from an earlier, stopped run"]
+                if resumed
+                else []
+            ),
         ],
     )
 
@@ -276,15 +301,30 @@ async def run_answers_eval(
     summaries: str | None = "extractive",
     compare_tools: bool = False,
     baseline: bool = True,
+    name: str = "answers",
+    resume: bool = False,
     log: Log = quiet,
 ) -> tuple[AnswersReport, Path]:
-    """``quire eval answers``: the eval in its own database; the report and the eval folder."""
+    """``quire eval answers``: the eval in its own database; the report and the eval folder.
+
+    Rows are kept as they come in ``<eval folder>/<name>.partial.jsonl``; ``resume`` reuses
+    those of an earlier run of the same set, model and systems."""
     from agent.config import Settings
     from bench.common import opened_services
 
     items = load_dataset(dataset, limit)
     settings = await asyncio.to_thread(Settings, database_name=database)
     async with opened_services(settings) as services:
+        folder = services.settings.data_dir / "eval"
+        header = {
+            "dataset": str(dataset),
+            "questions": len(items),
+            "model": model,
+            "summaries": summaries,
+            "compare_tools": compare_tools,
+            "baseline": baseline,
+        }
+        checkpoint = Checkpoint(folder / f"{name}.partial.jsonl", header, resume)
         report = await evaluate_answers(
             services,
             items,
@@ -294,9 +334,10 @@ async def run_answers_eval(
             summaries=summaries,
             compare_tools=compare_tools,
             baseline=baseline,
+            checkpoint=checkpoint,
             log=log,
         )
-        return report, services.settings.data_dir / "eval"
+        return report, folder
 
 
 def write_report(report: AnswersReport, folder: Path, name: str = "answers") -> tuple[Path, Path]:

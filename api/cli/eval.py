@@ -311,6 +311,14 @@ def eval_answers(
     baseline: Annotated[
         bool, typer.Option(help="Also answer without retrieval (the baseline columns).")
     ] = True,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Go on with a stopped run of the same --name: questions it answered are "
+            "kept from <name>.partial.jsonl, the others asked.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Answer accuracy, token F1, citation validity/support and refusals through the chat
@@ -334,6 +342,8 @@ def eval_answers(
             summaries=model if llm_summaries else "extractive",
             compare_tools=compare_tools,
             baseline=baseline,
+            name=name,
+            resume=resume,
             log=log,
         ),
         FileNotFoundError,

@@ -105,3 +105,45 @@ async def test_eval_answers_goes_on_past_a_document_too_short_to_summarize(servi
     assert "too short" in report.documents[0]["summary"]["skipped"]
     rag = [q for q in report.questions if q.system == "rag"]
     assert len(rag) == 1 and rag[0].match, rag[0].answer
+
+
+async def test_a_stopped_eval_goes_on_from_its_kept_answers(services, tmp_path):
+    """Rows are kept as each question is answered; ``resume`` asks only the questions a
+    stopped run had not answered in full, and refuses a file of another run."""
+    from bench.eval_answers import evaluate_answers
+    from bench.eval_answers_checkpoint import Checkpoint
+
+    items = load_dataset(DATASET)
+    alice = [i for i in items if not i.unanswerable and i.documents[0].name.startswith("alice")]
+    chosen = alice[:3]
+    user = f"eval-resume-{uuid.uuid4().hex[:6]}"
+    path, header = tmp_path / "run.partial.jsonl", {"dataset": "x", "model": "extractive"}
+
+    first = await evaluate_answers(
+        services,
+        chosen[:2],
+        model="extractive",
+        user=user,
+        checkpoint=Checkpoint(path, header, False),
+    )
+    with path.open("a") as out:
+        out.write('{"question": "cut sho')  # the run was stopped mid-line
+    asked = []
+    resumed = await evaluate_answers(
+        services,
+        chosen,
+        model="extractive",
+        user=user,
+        checkpoint=Checkpoint(path, header, True),
+        log=asked.append,
+    )
+    assert sum("kept from the earlier run" in line for line in asked) == 2
+    assert [q.question for q in resumed.questions] == [
+        q for i in chosen for q in (i.question, i.question)
+    ]
+    assert resumed.questions[:4] == first.questions  # the kept rows, as they were
+    assert any("2 of 3 questions" in note for note in resumed.notes)
+    # a fresh (not resumed) run starts the file over; another run's file is refused
+    assert len(Checkpoint(path, header, False).kept) == 0
+    with pytest.raises(ValueError, match="another run"):
+        Checkpoint(path, {**header, "model": "local"}, True)
