@@ -92,3 +92,27 @@ def test_the_long_pdf_has_600_pages(tmp_path):
     path = long_pdf(tmp_path)
     assert len(PdfReader(path).pages) == LONG_PDF_PAGES == 600
     assert long_pdf(tmp_path) == path  # written once
+
+
+async def test_a_bulk_load_builds_the_keyword_indexes_it_dropped_as_they_were(services):
+    """The bulk statistics insert drops the keyword tables' indexes and builds them after:
+    the same definitions, the primary keys constraints again (checked in a rolled-back
+    transaction)."""
+    from sqlalchemy import text
+
+    from bench.retrieval_build import _KEYWORD_TABLES, _build_indexes, _drop_indexes
+
+    listing = text(
+        "SELECT pg_get_indexdef(i.indexrelid) AS d, c.contype FROM pg_index i "
+        "JOIN pg_class t ON t.oid = i.indrelid "
+        "LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid "
+        "WHERE t.relname = ANY(:t) ORDER BY 1"
+    )
+    async with services.engine.connect() as conn, conn.begin() as tx:
+        before = (await conn.execute(listing, {"t": list(_KEYWORD_TABLES)})).all()
+        dropped = await _drop_indexes(conn, _KEYWORD_TABLES)
+        assert (await conn.execute(listing, {"t": list(_KEYWORD_TABLES)})).all() == []
+        await _build_indexes(conn, dropped)
+        after = (await conn.execute(listing, {"t": list(_KEYWORD_TABLES)})).all()
+        await tx.rollback()
+    assert after == before and sum(row.contype == "p" for row in before) == 2
