@@ -90,8 +90,14 @@ async def ensure_embedding_store(
                     "DATABASE_URL) and ingest again."
                 )
             return
+        # a new type brings its own storage (pgvector's: EXTERNAL): vectors stay inline
+        # (migration 0013)
         await conn.execute(
-            text(f"ALTER TABLE child_chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+            text(
+                "ALTER TABLE child_chunks "
+                f"ALTER COLUMN embedding TYPE vector({int(dimension)}), "
+                "ALTER COLUMN embedding SET STORAGE MAIN"
+            )
         )
         if not await _index_exists(conn, "child_chunks_embedding_hnsw"):
             await conn.execute(
