@@ -22,18 +22,6 @@ NOTES = [
 ]
 
 
-async def _library_ids(services, user) -> list:
-    async with services.engine.connect() as conn:
-        rows = await conn.execute(
-            text(
-                "SELECT c.id FROM child_chunks c JOIN documents d ON d.id = c.document_id "
-                "WHERE d.user_id = :u"
-            ),
-            {"u": user.id},
-        )
-        return [r.id for r in rows]
-
-
 async def _library(services, user):
     body = "\n\n".join(f"{n} ({i})" for i in range(8) for n in NOTES).encode()
     await ingest_bytes(services, user.id, body, "coast.txt")
@@ -89,7 +77,7 @@ async def test_both_branches_find_the_nearest_chunks(services, new_user, monkeyp
 
 async def test_a_small_library_among_many_vectors_is_scanned_exactly(services, new_user):
     user = await new_user("dense-small")
-    await _library(services, user)
+    chunks_seen = len(await _library(services, user))
     async with services.engine.begin() as conn:
         await conn.execute(text("ANALYZE child_chunks"))
         total = (
@@ -108,7 +96,6 @@ async def test_a_small_library_among_many_vectors_is_scanned_exactly(services, n
     assert storage == "m"  # inline, not in TOAST (an exact scan reads the row alone)
     vector = services.embeddings.embedder.embed_query("storm at sea")
     own = SearchScope(user_id=user.id)
-    chunks_seen = len(await _library_ids(services, user))
     expected = "exact" if chunks_seen <= total * chunks.EXACT_SCAN_MAX_SHARE else "hnsw"
     assert await _branch_run(services, own, vector) == expected
     nobody = SearchScope(user_id=user.id, corpus="no such corpus")  # nothing visible
