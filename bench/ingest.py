@@ -133,7 +133,8 @@ async def _searchable(
 ) -> tuple[bool, int | None]:
     """Search the document's own words (found once ingestion returns, or an error); whether
     its summaries were still pending then, and its pages."""
-    from agent.db.chunks import BM25Params, fetch_chunks, keyword_search
+    from agent.db.chunks import fetch_chunks
+    from agent.db.keyword_sql import BM25Params, keyword_search
     from agent.db.scope import SearchScope
 
     async with services.engine.connect() as conn:

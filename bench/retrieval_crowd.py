@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import text
 
-from agent.db.chunks import BM25Params, dense_candidates, keyword_search
+from agent.db.chunks import dense_candidates
+from agent.db.keyword_sql import BM25Params, keyword_search
 from agent.db.postings import library_state
 from agent.db.scope import SearchScope
 from agent.services import Services

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy import text
 
-from agent.db.chunks import BM25Params, dense_search, keyword_search
+from agent.db.chunks import dense_search
 from agent.db.documents import vector_literal
+from agent.db.keyword_sql import BM25Params, keyword_search
 from agent.db.postings import library_state
 from agent.db.scope import SearchScope
 from agent.retrieval.hybrid import hybrid_search

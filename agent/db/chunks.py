@@ -1,4 +1,5 @@
-"""Chunk reads: dense (pgvector HNSW) and BM25 keyword search, and lookups by id.
+"""Chunk reads: dense search (pgvector HNSW or an exact scan) and lookups by id; BM25 in
+SQL is :mod:`agent.db.keyword_sql`.
 
 Every query is confined to the documents a :class:`SearchScope` makes visible.
 """
@@ -54,6 +55,10 @@ EXACT_SCAN_MAX_CHUNKS = 20_000
 """A scope seeing at most this many chunks, and ..."""
 EXACT_SCAN_MAX_SHARE = 0.1
 """... at most this share of every stored vector, is searched exactly, not by HNSW."""
+EXACT_SCAN_ALWAYS_CHUNKS = 1_000
+"""A scope seeing at most this many chunks is always searched exactly (~1 ms): a filtered
+HNSW walk can miss a tiny library's chunks among many others' (and a table not yet
+analyzed has no vector count to compare with)."""
 
 _NEAREST = (
     "SELECT c.id AS hit, c.embedding <=> CAST(:q AS vector) AS distance, {exact} AS exact "
@@ -63,7 +68,8 @@ _NEAREST = (
 )
 _SMALL_SCOPE = (
     "(SELECT coalesce(sum(v.keyword_chunks), 0) FROM visible v) <= least(:exact_max, "
-    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = 'child_chunks'::regclass) * :exact_share)"
+    "greatest(:exact_always, "
+    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = 'child_chunks'::regclass) * :exact_share))"
 )
 
 
@@ -87,7 +93,11 @@ def _nearest_sql(scope: SearchScope) -> tuple[str, dict]:
     approx = _NEAREST.format(
         exact="false", gate=f"NOT {_SMALL_SCOPE}", order="c.embedding <=> CAST(:q AS vector)"
     )
-    params |= {"exact_max": EXACT_SCAN_MAX_CHUNKS, "exact_share": EXACT_SCAN_MAX_SHARE}
+    params |= {
+        "exact_max": EXACT_SCAN_MAX_CHUNKS,
+        "exact_share": EXACT_SCAN_MAX_SHARE,
+        "exact_always": EXACT_SCAN_ALWAYS_CHUNKS,
+    }
     return f"visible AS ({listed}), hits AS MATERIALIZED (({exact}) UNION ALL ({approx}))", params
 
 
@@ -179,201 +189,6 @@ def _vector(sent: bytes) -> np.ndarray:
     """A vector from pgvector's binary form (``vector_send``): int16 dim, int16 unused, then
     big-endian float32s. ~50x cheaper than parsing the text form."""
     return np.frombuffer(sent, dtype=">f4", offset=4).astype(np.float32)
-
-
-# Okapi BM25 in SQL. Corpus statistics (N, avgdl, df) are summed over the visible
-# documents only, so scores are true BM25 for exactly what the user may read.
-_BM25_STATS = """
-stats AS (
-    SELECT coalesce(sum(v.keyword_chunks), 0)::float8 AS n,
-           greatest(coalesce(sum(v.keyword_tokens), 0)::float8
-                    / greatest(coalesce(sum(v.keyword_chunks), 0), 1), 1) AS avgdl
-    FROM visible v),
-q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
-shared AS MATERIALIZED (SELECT v.id FROM visible v WHERE v.user_id <> :scope_user),
-"""
-
-# IDF of each query term, its document frequency summed over every visible document
-# (narrowed scopes: a corpus, type, time window or named documents).
-_IDF_PER_DOCUMENT = """
-idf AS (
-    SELECT q.term, coalesce(sum(t.df), 0) AS df,
-           ln(1 + (s.n - coalesce(sum(t.df), 0) + 0.5) / (coalesce(sum(t.df), 0) + 0.5)) AS idf
-    FROM q CROSS JOIN stats s
-    LEFT JOIN keyword_terms t
-           ON t.term = q.term AND t.document_id IN (SELECT id FROM visible)
-    GROUP BY q.term, s.n)
-"""
-
-# The same IDF for a whole library: the owner's count (one row a term, migration 0012) plus
-# the documents shared with them, probed one by one (OFFSET 0 keeps it a probe: few shares).
-_IDF_PER_OWNER = """
-idf AS (
-    SELECT q.term, f.df, ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5)) AS idf
-    FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
-        SELECT coalesce((SELECT o.df FROM keyword_owner_terms o
-                         WHERE o.user_id = :scope_user AND o.term = q.term), 0)
-             + coalesce((SELECT sum(t.df) FROM shared sd CROSS JOIN LATERAL (
-                             SELECT t.df FROM keyword_terms t
-                             WHERE t.term = q.term AND t.document_id = sd.id OFFSET 0) t), 0)
-             AS df) f)
-"""
-
-
-def _bm25_term(p: str) -> str:
-    """One posting's BM25 contribution (``i`` the term's idf row, ``s`` the stats row)."""
-    return (
-        f"i.idf * {p}.tf * (:k1 + 1) / ({p}.tf + :k1 * (1 - :b + :b * {p}.chunk_tokens / s.avgdl))"
-    )
-
-
-# Narrow scopes (named documents): every posting of the query terms in those documents,
-# read index-only from the (document_id, term, chunk_id) key, scored exactly.
-_BM25_EXACT_SQL = f"""
-SELECT p.chunk_id AS id, sum({_bm25_term("p")}) AS score
-FROM idf i CROSS JOIN stats s
-JOIN keyword_postings p ON p.term = i.term AND p.document_id IN (SELECT id FROM visible)
-GROUP BY p.chunk_id
-ORDER BY score DESC, p.chunk_id
-LIMIT :k
-"""
-
-# Whole libraries: only the ``per_term`` highest-impact postings of each term are read
-# (index-only, from (user_id, term, impact DESC) for the user's own documents; from the
-# key for documents shared with them), summed into a partial score; the ``rescore`` best
-# candidates then get their exact score from all their postings. A chunk can only be
-# missed if it is outside every term's top postings, i.e. weak on every term.
-# ``{own_filter}`` narrows the own-documents scan when the scope filters by corpus, type or
-# time; without one the scan walks the index in impact order and stops after ``per_term``
-# rows (a filter there makes Postgres read the term's whole list first). Candidates are
-# always checked against ``visible``.
-_BM25_IMPACT_SQL = """
-cand AS (
-    SELECT c.document_id, c.chunk_id, sum(c.contribution) AS partial
-    FROM idf i CROSS JOIN stats s CROSS JOIN LATERAL (
-        (SELECT p.document_id, p.chunk_id, {term_p} AS contribution
-         FROM keyword_postings p
-         WHERE p.user_id = :scope_user AND p.term = i.term {own_filter}
-         ORDER BY p.impact DESC LIMIT CASE WHEN i.df <= :full_list THEN NULL ELSE :per_term END)
-        UNION ALL
-        (SELECT p.document_id, p.chunk_id, {term_p} AS contribution
-         FROM shared sd CROSS JOIN LATERAL (
-             SELECT * FROM keyword_postings p
-             WHERE p.document_id = sd.id AND p.term = i.term OFFSET 0) p
-         ORDER BY p.impact DESC LIMIT CASE WHEN i.df <= :full_list THEN NULL ELSE :per_term END)
-    ) c
-    GROUP BY c.document_id, c.chunk_id
-    ORDER BY partial DESC
-    LIMIT :rescore)
-SELECT c.chunk_id AS id, sum({term_p}) AS score
-FROM cand c JOIN documents d ON d.id = c.document_id
-CROSS JOIN idf i CROSS JOIN stats s
-CROSS JOIN LATERAL (
-    -- OFFSET 0 keeps this a per-candidate key probe instead of a join over whole lists
-    SELECT p.tf, p.chunk_tokens FROM keyword_postings p
-    WHERE p.document_id = c.document_id AND p.term = i.term AND p.chunk_id = c.chunk_id
-    OFFSET 0) p
--- each candidate's document is checked by its key (a join against the listed visible set
--- was planned as a nested loop over it: 250 x 10,000 comparisons on a 1M-chunk library)
-WHERE {visible_document}
-GROUP BY c.chunk_id
-ORDER BY score DESC, c.chunk_id
-LIMIT :k
-"""
-
-
-# Up to this many named documents are scored over all their postings; more are treated as
-# a library narrowed by a filter.
-_EXACT_MAX_DOCUMENTS = 20
-
-
-@dataclass(frozen=True)
-class BM25Params:
-    """Okapi BM25 constants and how much of each posting list a library-wide search reads."""
-
-    k1: float = 1.2
-    b: float = 0.75
-    full_list: int = 20_000
-    top_postings: int = 1_000
-    rescore: int = 250
-
-    @classmethod
-    def from_settings(cls, settings) -> BM25Params:
-        """The parameters configured in :class:`agent.config.Settings`."""
-        return cls(
-            settings.bm25_k1,
-            settings.bm25_b,
-            settings.bm25_full_list_postings,
-            settings.bm25_top_postings,
-            settings.bm25_rescore,
-        )
-
-
-async def keyword_search(
-    conn: AsyncConnection,
-    scope: SearchScope,
-    query: str,
-    k: int,
-    bm25: BM25Params | None = None,
-) -> list[ScoredChunkId]:
-    """Okapi BM25 over the visible documents' child chunks, best first.
-
-    Terms are Postgres ``english`` lexemes (stemmed, stop words removed) and are ORed.
-    IDF and average length are those of exactly the visible documents: the owner's term
-    counts (``keyword_owner_terms``) plus shared documents' ``keyword_terms`` for a whole
-    library, ``keyword_terms`` summed per document for a narrowed one. A scope naming its documents is scored over all their
-    postings; a whole library reads each term's highest-impact postings first and rescores
-    the best candidates exactly, so cost no longer grows with how common a term is.
-    """
-    bm25 = bm25 or BM25Params()
-    # the visible documents with their BM25 totals, listed once (no scan of other users')
-    visible, params = scope.listed_documents_sql(
-        "d.id, d.user_id, d.keyword_chunks, d.keyword_tokens"
-    )
-    params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
-    exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
-    narrowed = scope.narrowed
-    idf = _IDF_PER_DOCUMENT if narrowed else _IDF_PER_OWNER
-    if exhaustive:
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf} {_BM25_EXACT_SQL}"
-    else:
-        visible_document, _ = scope.document_filter_sql()
-        impact = _BM25_IMPACT_SQL.format(
-            term_p=_bm25_term("p"),
-            own_filter="AND p.document_id IN (SELECT id FROM visible)" if narrowed else "",
-            visible_document=visible_document,
-        )
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf}, {impact}"
-        params |= {
-            "full_list": bm25.full_list,
-            "per_term": bm25.top_postings,
-            "rescore": max(5 * k, bm25.rescore),
-        }
-    # Unfiltered, tens of thousands of postings are grouped by chunk and the planner, unable
-    # to estimate the per-term LIMITs, would sort them (~2x slower than hashing). Not with a
-    # filter: there it would then check each posting against a list of the visible documents
-    # (measured 10x slower on SciFact) instead of hashing them.
-    planner = {"plan_cache_mode": "force_custom_plan"}
-    if not exhaustive and not narrowed:
-        planner["enable_sort"] = "off"
-    # Custom plans only: psycopg prepares a statement run five times and Postgres may then
-    # plan it once for any parameters, blind to how common the terms are and how many
-    # documents are visible (26 -> 38 ms measured on the 100k-chunk benchmark).
-    await conn.execute(
-        text(
-            "SELECT set_config(s.name, s.value, true) "
-            "FROM unnest(CAST(:names AS text[]), CAST(:values AS text[])) s(name, value)"
-        ),
-        {"names": list(planner), "values": list(planner.values())},
-    )
-    rows = await conn.execute(text(sql), params)
-    hits = [ScoredChunkId(r.id, float(r.score)) for r in rows]
-    # the caller's later queries in this transaction plan as usual
-    await conn.execute(
-        text("SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(:n)"),
-        {"n": list(planner)},
-    )
-    return hits
 
 
 _CHUNK_COLUMNS = (

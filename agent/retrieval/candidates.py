@@ -15,14 +15,13 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.config import Settings
 from agent.db.chunks import (
-    BM25Params,
     ChunkRecord,
     ScoredChunkId,
     candidate_records,
     dense_candidates,
     fetch_chunks,
-    keyword_search,
 )
+from agent.db.keyword_sql import BM25Params, keyword_search
 from agent.db.postings import LibraryState, library_state
 from agent.db.scope import SearchScope
 from agent.retrieval.clock import SearchClock

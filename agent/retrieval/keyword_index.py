@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agent.db.chunks import BM25Params, ScoredChunkId
+from agent.db.chunks import ScoredChunkId
+from agent.db.keyword_sql import BM25Params
 from agent.db.postings import (
     LibraryState,
     PostingsBatch,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agent.db.chunks import BM25Params
+from agent.db.keyword_sql import BM25Params
 
 TermList = tuple[float, float, np.ndarray, np.ndarray]
 """``(score bound, idf, rows sorted ascending, term frequencies)`` of one query term."""

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from agent.db import jobs as job_store
-from agent.db.chunks import keyword_search
+from agent.db.keyword_sql import keyword_search
 from agent.db.scope import SearchScope
 from agent.ingest import jobs
 from agent.library.accounts import add_user

@@ -63,6 +63,7 @@ async def test_both_branches_find_the_nearest_chunks(services, new_user, monkeyp
         await conn.execute(text("ANALYZE child_chunks"))
     # exact: any scope counts as small; HNSW: none does
     monkeypatch.setattr(chunks, "EXACT_SCAN_MAX_SHARE", 1e9 if exact else 0.0)
+    monkeypatch.setattr(chunks, "EXACT_SCAN_ALWAYS_CHUNKS", 1_000 if exact else 0)
     scope = SearchScope(user_id=user.id)
     vector = np.asarray(services.embeddings.embedder.embed_query("bread at the market"))
     assert await _branch_run(services, scope, vector) == ("exact" if exact else "hnsw")
@@ -96,7 +97,9 @@ async def test_a_small_library_among_many_vectors_is_scanned_exactly(services, n
     assert storage == "m"  # inline, not in TOAST (an exact scan reads the row alone)
     vector = services.embeddings.embedder.embed_query("storm at sea")
     own = SearchScope(user_id=user.id)
-    expected = "exact" if chunks_seen <= total * chunks.EXACT_SCAN_MAX_SHARE else "hnsw"
+    small = max(chunks.EXACT_SCAN_ALWAYS_CHUNKS, total * chunks.EXACT_SCAN_MAX_SHARE)
+    expected = "exact" if chunks_seen <= small else "hnsw"
+    assert expected == "exact"  # a tiny library always is
     assert await _branch_run(services, own, vector) == expected
     nobody = SearchScope(user_id=user.id, corpus="no such corpus")  # nothing visible
     async with services.engine.connect() as conn:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from agent.db.chunks import BM25Params, keyword_search
+from agent.db.keyword_sql import BM25Params, keyword_search
 from agent.db.postings import PostingsBatch, VisibleDocument, library_state, visible_documents
 from agent.db.scope import SearchScope
 from agent.ingest.pipeline import ingest_bytes

@@ -152,7 +152,7 @@ async def test_hybrid_results_carry_stable_citation_ids_and_both_scores(services
 
 
 async def test_keyword_side_finds_rare_exact_terms(services, alice_reader):
-    from agent.db.chunks import keyword_search
+    from agent.db.keyword_sql import keyword_search
 
     alice, _ = alice_reader
     async with services.engine.connect() as conn:
@@ -168,7 +168,7 @@ async def test_library_bm25_reads_top_postings_yet_scores_exactly(services, alic
     """The library-wide BM25 (impact-ordered postings) agrees with exhaustive scoring, keeps
     exact scores when it truncates posting lists, and reads documents shared with the user
     through the same path until the share is revoked."""
-    from agent.db.chunks import BM25Params, keyword_search
+    from agent.db.keyword_sql import BM25Params, keyword_search
 
     alice, result = alice_reader
     question = "the Mock Turtle sang about soup to the Gryphon"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from agent.db.chunks import BM25Params
+from agent.db.keyword_sql import BM25Params
 from agent.retrieval.maxscore import maxscore_top_k
 
 BM25 = BM25Params()
