@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from agent.db.documents import KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT, OWNER_TERMS_UPDATE
+from agent.db.documents import insert_keyword_stats
 from agent.db.engine import ensure_embedding_store
 from agent.db.users import get_or_create_user
 from agent.services import Services
@@ -216,10 +216,7 @@ async def _keyword_stats(
         if defer_indexes:
             await conn.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
             dropped = await _drop_indexes(conn, _KEYWORD_TABLES)
-        where = "d.user_id = ANY(:u)"
-        await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"u": user_ids})
-        await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), {"u": user_ids})
-        await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"u": user_ids})
+        await insert_keyword_stats(conn, "d.user_id = ANY(:u)", {"u": user_ids})
         await _build_indexes(conn, dropped)
         await conn.execute(
             text(

@@ -264,6 +264,14 @@ OWNER_TERMS_UPDATE = (
 )
 
 
+async def insert_keyword_stats(conn: AsyncConnection, where: str, params: dict) -> None:
+    """Postings, per-document term counts and the owners' term counts of the documents
+    matching ``where`` (over ``documents d``): ingestion's and the benchmark's bulk load's."""
+    for sql in (KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT):
+        await conn.execute(text(sql.format(where=where)), params)
+    await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), params)
+
+
 async def _take_back_owner_terms(conn: AsyncConnection, document_id: uuid.UUID) -> None:
     """The document's terms out of its owner's counts (before its ``keyword_terms`` go)."""
     await conn.execute(
@@ -286,10 +294,7 @@ async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) 
     await conn.execute(
         text("DELETE FROM keyword_postings WHERE document_id = :d"), {"d": document_id}
     )
-    where = "d.id = :d"
-    await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), {"d": document_id})
-    await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), {"d": document_id})
-    await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), {"d": document_id})
+    await insert_keyword_stats(conn, "d.id = :d", {"d": document_id})
     await conn.execute(
         text(
             "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
