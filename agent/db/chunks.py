@@ -74,8 +74,8 @@ _SMALL_SCOPE = (
 
 
 def _nearest_sql(scope: SearchScope) -> tuple[str, dict]:
-    """``visible`` and ``hits (hit, distance, exact)``, the scope's nearest ``:k`` chunks to ``:q``,
-    as WITH entries, with their bind parameters.
+    """``visible`` and ``hits (hit, distance, exact)``, the scope's nearest ``:k`` chunks to
+    ``:q``, as WITH entries, with their bind parameters.
 
     A small scope among many vectors (a small library on a shared server, one book of a
     large one) is scanned exactly: pgvector's filtered HNSW search then rejects most of the

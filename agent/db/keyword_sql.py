@@ -79,8 +79,8 @@ LIMIT :k
 # missed if it is outside every term's top postings, i.e. weak on every term.
 # ``{own_filter}`` narrows the own-documents scan when the scope filters by corpus, type or
 # time; without one the scan walks the index in impact order and stops after ``per_term``
-# rows (a filter there makes Postgres read the term's whole list first). Candidates are
-# always checked against ``visible``.
+# rows (a filter there makes Postgres read the term's whole list first). Each candidate's
+# document is then checked against the scope's conditions by its key.
 _BM25_IMPACT_SQL = """
 cand AS (
     SELECT c.document_id, c.chunk_id, sum(c.contribution) AS partial
@@ -155,9 +155,10 @@ async def keyword_search(
     Terms are Postgres ``english`` lexemes (stemmed, stop words removed) and are ORed.
     IDF and average length are those of exactly the visible documents: the owner's term
     counts (``keyword_owner_terms``) plus shared documents' ``keyword_terms`` for a whole
-    library, ``keyword_terms`` summed per document for a narrowed one. A scope naming its documents is scored over all their
-    postings; a whole library reads each term's highest-impact postings first and rescores
-    the best candidates exactly, so cost no longer grows with how common a term is.
+    library, ``keyword_terms`` summed per document for a narrowed one. A scope naming its
+    documents is scored over all their postings; a whole library reads each term's
+    highest-impact postings first and rescores the best candidates exactly, so cost no
+    longer grows with how common a term is.
     """
     bm25 = bm25 or BM25Params()
     # the visible documents with their BM25 totals, listed once (no scan of other users')
@@ -171,6 +172,7 @@ async def keyword_search(
     if exhaustive:
         sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf} {_BM25_EXACT_SQL}"
     else:
+        # its bind parameters are the listing's (both come from the scope's filters)
         visible_document, _ = scope.document_filter_sql()
         impact = _BM25_IMPACT_SQL.format(
             term_p=_bm25_term("p"),
