@@ -63,19 +63,54 @@ class PostingsBatch:
 _VERSION = "d.updated_at::text"
 
 
+@dataclass(frozen=True)
+class VisibleSet:
+    """Every document a scope sees, with its fingerprint read in the same snapshot."""
+
+    fingerprint: str
+    documents: list[VisibleDocument]
+
+
+def _fingerprint_sql(scope: SearchScope) -> tuple[str, dict]:
+    """A scalar SQL expression of the scope's fingerprint, and its bind parameters.
+
+    The owner's library version (``library_versions``, kept by triggers: migration 0014)
+    changes with any ingest, replace, delete, share or revoke they can see, so it and the
+    scope's filters name the visible set in one index read. A time-bounded scope admits more
+    or fewer documents as time passes with no write at all (a rolling "last 24 hours"), so it
+    is fingerprinted by the digest of what it lists instead.
+    """
+    if scope.created_after is not None or scope.created_before is not None:
+        listed, params = scope.listed_documents_sql(f"d.id, {_VERSION} AS version")
+        return (
+            "(SELECT 'listed:' || md5(coalesce(string_agg(v.id::text || ':' || v.version, ',' "
+            f"ORDER BY v.id), '')) FROM ({listed}) v)",
+            params,
+        )
+    filters = (
+        sorted(map(str, scope.document_ids)) if scope.document_ids is not None else None,
+        scope.corpus,
+        sorted(scope.doc_types) if scope.doc_types is not None else None,
+        scope.include_shared,
+    )
+    return (
+        "(SELECT md5(:scope_filters || ':' || coalesce((SELECT lv.version FROM "
+        "library_versions lv WHERE lv.user_id = :scope_user), 0)))",
+        {"scope_user": scope.user_id, "scope_filters": repr(filters)},
+    )
+
+
 async def library_state(
     conn: Connection, scope: SearchScope, queries: Sequence[str] = ()
 ) -> LibraryState:
     """The scope's fingerprint and the lexemes of ``queries``, in one round trip.
 
-    The fingerprint is a digest of exactly which documents (and versions) the scope sees:
-    any ingest, replace, delete, share or revoke changes it.
+    Any ingest, replace, delete, share or revoke the scope can see changes the fingerprint.
     """
-    listed, params = scope.listed_documents_sql(f"d.id, {_VERSION} AS version")
+    fingerprint, params = _fingerprint_sql(scope)
     ((fingerprint, terms),) = await fetch_rows(
         conn,
-        "SELECT (SELECT md5(coalesce(string_agg(v.id::text || ':' || v.version, ',' "
-        f"ORDER BY v.id), '')) FROM ({listed}) v), "
+        f"SELECT {fingerprint}, "
         "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
         "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY q(t, n))",
         {**params, "queries": list(queries)},
@@ -83,14 +118,29 @@ async def library_state(
     return LibraryState(fingerprint, tuple(tuple(t) for t in terms))
 
 
-async def visible_documents(conn: AsyncConnection, scope: SearchScope) -> list[VisibleDocument]:
-    """Every document the scope sees, with its version and BM25 totals."""
+async def visible_documents(conn: AsyncConnection, scope: SearchScope) -> VisibleSet:
+    """Every document the scope sees, with its version and BM25 totals, and the fingerprint
+    :func:`library_state` gives that same set (one statement, so one snapshot)."""
+    fingerprint, fingerprint_params = _fingerprint_sql(scope)
     listed, params = scope.listed_documents_sql(
         f"d.id::text AS id, {_VERSION} AS version, d.keyword_chunks AS chunks, "
         "d.keyword_tokens AS tokens"
     )
-    rows = await conn.execute(text(listed), params)
-    return [VisibleDocument(r.id, r.version, int(r.chunks or 0), int(r.tokens or 0)) for r in rows]
+    rows = (
+        await conn.execute(
+            text(
+                f"SELECT f.fingerprint, v.* FROM (SELECT {fingerprint} AS fingerprint) f "
+                f"LEFT JOIN ({listed}) v ON true"
+            ),
+            {**params, **fingerprint_params},
+        )
+    ).all()
+    documents = [
+        VisibleDocument(r.id, r.version, int(r.chunks or 0), int(r.tokens or 0))
+        for r in rows
+        if r.id is not None
+    ]
+    return VisibleSet(rows[0].fingerprint, documents)
 
 
 async def load_postings(conn: AsyncConnection, document_ids: Sequence[str]) -> PostingsBatch:

@@ -5,9 +5,9 @@ writes it in the document's transaction and a delete removes it. Scoring a 100k-
 library in SQL costs 20-30 ms, so each process also keeps a read-through copy of a reader's
 postings in numpy arrays (exact Okapi BM25 in ~1-2 ms):
 
-* Every search first reads the scope's fingerprint (a digest of the visible documents and
-  their versions). A fingerprint seen before maps to a ready *view* (which rows are
-  visible, N, avgdl); a new one lists the visible documents and loads only the documents
+* Every search first reads the scope's fingerprint (the reader's library version, raised
+  by triggers on every change they can see). A fingerprint seen before maps to a ready
+  *view* (which rows are visible, N, avgdl); a new one lists the visible documents and loads only the documents
   that are new or changed since (incremental: an ingest loads one document, never the
   library). Documents no longer visible are masked at once and dropped from memory when an
   unfiltered search shows they are gone; the arrays are compacted when half are dead.
@@ -20,7 +20,6 @@ postings in numpy arrays (exact Okapi BM25 in ~1-2 ms):
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import uuid
@@ -46,12 +45,6 @@ logger = logging.getLogger(__name__)
 
 _MAX_VIEWS = 16
 _UUID_BYTES = 8 + 56 + 44  # list slot, uuid.UUID object, its int
-
-
-def documents_fingerprint(documents: Iterable[VisibleDocument]) -> str:
-    """The fingerprint :func:`agent.db.postings.library_state` computes, from a list."""
-    listed = ",".join(f"{d.id}:{d.version}" for d in sorted(documents, key=lambda d: d.id))
-    return hashlib.md5(listed.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -184,8 +177,9 @@ class ReaderIndex:
             self._views.move_to_end(fingerprint)
         return found
 
-    def make_view(self, documents: Sequence[VisibleDocument]) -> _View:
-        """The view of ``documents`` (all in memory at their versions), kept for reuse."""
+    def make_view(self, fingerprint: str, documents: Sequence[VisibleDocument]) -> _View:
+        """The view of ``documents`` (all in memory at their versions), kept for reuse as
+        the view of the visible set ``fingerprint`` names."""
         slots = [self.slots[d.id] for d in documents]
         live = sum(self._slot_alive)
         n = float(sum(d.chunks for d in documents))
@@ -196,7 +190,7 @@ class ReaderIndex:
             visible = np.zeros(len(self._slot_version), dtype=bool)
             visible[slots] = True
         made = _View(visible, n, avgdl)
-        self._views[documents_fingerprint(documents)] = made
+        self._views[fingerprint] = made
         while len(self._views) > _MAX_VIEWS:
             self._views.popitem(last=False)
         return made
@@ -322,7 +316,8 @@ class KeywordIndexes:
         view = index.view(state.fingerprint)
         if view is None:
             async with engine.connect() as conn:
-                documents = await visible_documents(conn, scope)
+                visible = await visible_documents(conn, scope)
+            documents = visible.documents
             missing = index.missing(documents)
             if missing and sum(d.tokens for d in missing) > self.sync_load_tokens:
                 self._load_in_background(engine, index, scope)
@@ -336,7 +331,7 @@ class KeywordIndexes:
             if _unfiltered(scope):
                 index.forget_missing(documents)
             gone = {d.id for d in index.missing(documents)}  # deleted between the two reads
-            view = index.make_view([d for d in documents if d.id not in gone])
+            view = index.make_view(visible.fingerprint, [d for d in documents if d.id not in gone])
         return [index.score(view, terms, k, bm25) for terms in state.query_terms]
 
     async def close(self) -> None:
@@ -351,8 +346,8 @@ class KeywordIndexes:
         """Load everything ``scope`` sees now (benchmarks, evaluations); returns postings held."""
         index = self.reader(scope.user_id)
         async with engine.connect() as conn:
-            documents = await visible_documents(conn, scope)
-        await self._load(engine, index, index.missing(documents))
+            visible = await visible_documents(conn, scope)
+        await self._load(engine, index, index.missing(visible.documents))
         return index.postings
 
     async def _load(self, engine, index: ReaderIndex, documents: Sequence[VisibleDocument]) -> None:
@@ -374,8 +369,8 @@ class KeywordIndexes:
         async def load_all() -> None:
             try:
                 async with engine.connect() as conn:
-                    documents = await visible_documents(conn, scope)
-                await self._load(engine, index, documents)
+                    visible = await visible_documents(conn, scope)
+                await self._load(engine, index, visible.documents)
                 logger.info("BM25 copy of %s loaded: %d postings", scope.user_id, index.postings)
             except Exception:  # searches keep using SQL; the next one tries again
                 logger.exception("loading the BM25 copy of %s failed", scope.user_id)

@@ -16,7 +16,7 @@ from agent.db.postings import PostingsBatch, VisibleDocument, library_state, vis
 from agent.db.scope import SearchScope
 from agent.ingest.pipeline import ingest_bytes
 from agent.library.documents import delete_user_document
-from agent.retrieval.keyword_index import KeywordIndexes, ReaderIndex, documents_fingerprint
+from agent.retrieval.keyword_index import KeywordIndexes, ReaderIndex
 from agent.retrieval.search import SearchOptions, search
 
 # --- unit: hand-made postings ---------------------------------------------------------------
@@ -60,7 +60,7 @@ def _two_documents() -> tuple[ReaderIndex, list[VisibleDocument], PostingsBatch]
 
 def test_scores_are_okapi_bm25_computed_by_hand():
     index, docs, batch = _two_documents()
-    view = index.make_view(docs)
+    view = index.make_view("all", docs)
     hits = index.score(view, ["lamp", "keeper", "lamp", "absent"], 10, BM25Params())
     n, avgdl = 3, 18 / 3
     expected = {
@@ -89,7 +89,7 @@ def test_top_k_selection_equals_ranking_every_row(seed):
     batch = _batch(docs, [0] * rows, tokens, terms)
     index = ReaderIndex()
     index.add(batch)
-    view = index.make_view(docs)
+    view = index.make_view("all", docs)
     query = list(rng.choice(vocabulary, 4, replace=False))
     full = index.score(view, query, rows, BM25Params())
     for k in (1, 3, 10, 40):
@@ -129,7 +129,7 @@ def test_maxscore_skips_common_terms_yet_ranks_exactly(seed):
         )
         index.add(dataclasses.replace(batch, chunk_ids=[uuid.uuid4() for _ in range(hi - lo)]))
     visible = [d for i, d in enumerate(docs) if i != 1]
-    view = index.make_view(visible)
+    view = index.make_view("some", visible)
     rows = np.array([i // per_doc != 1 for i in range(per_doc * n_docs)])
     n = float(rows.sum())
     avgdl = float(tokens[rows].sum()) / n
@@ -151,11 +151,11 @@ def test_maxscore_skips_common_terms_yet_ranks_exactly(seed):
 
 def test_a_view_scores_only_its_visible_documents_with_their_statistics():
     index, docs, batch = _two_documents()
-    only_b = index.make_view([docs[1]])
+    only_b = index.make_view("only-b", [docs[1]])
     hits = index.score(only_b, ["lamp"], 10, BM25Params())
     assert [h.chunk_id for h in hits] == [batch.chunk_ids[2]]
     assert hits[0].score == pytest.approx(_bm25(1, 8, 1, 1, 8))  # N, df, avgdl of b alone
-    assert index.view(documents_fingerprint([docs[1]])) is only_b
+    assert index.view("only-b") is only_b and index.view("both") is None
 
 
 def test_a_new_version_replaces_the_old_rows_and_compaction_keeps_scores():
@@ -168,7 +168,7 @@ def test_a_new_version_replaces_the_old_rows_and_compaction_keeps_scores():
     assert index.missing([docs[0]]) == [docs[0]]  # v1 is no longer held
     # a's two old rows died; 2 of 4 rows dead triggers compaction
     assert index.rows == before + 1 - 2 and index.dead_rows == 0
-    view = index.make_view([a2, docs[1]])
+    view = index.make_view("a2-b", [a2, docs[1]])
     assert view.visible is None  # nothing hidden, nothing dead
     keeper = index.score(view, ["keeper"], 10, BM25Params())
     assert [h.chunk_id for h in keeper] == [newer.chunk_ids[0]]
@@ -180,7 +180,7 @@ def test_forgetting_documents_removes_their_rows():
     index, docs, batch = _two_documents()
     index.forget_missing([docs[1]])  # "a" was deleted
     assert "a" not in index.slots and index.missing([docs[0]]) == [docs[0]]
-    view = index.make_view([docs[1]])
+    view = index.make_view("b", [docs[1]])
     assert {h.chunk_id for h in index.score(view, ["lamp", "keeper"], 10, BM25Params())} == {
         batch.chunk_ids[2]
     }
@@ -223,7 +223,8 @@ async def test_fingerprints_agree_and_views_are_reused(services, new_user):
     async with services.engine.connect() as conn:
         state = await library_state(conn, scope, ["Keepers polish lamps!"])
         listed = await visible_documents(conn, scope)
-    assert state.fingerprint == documents_fingerprint(listed)
+    assert state.fingerprint == listed.fingerprint
+    assert len(listed.documents) == 1
     assert set(state.query_terms[0]) == {"keeper", "polish", "lamp"}
     indexes = KeywordIndexes(10_000_000, 10_000_000)
     await _rankings(services, indexes, scope, "lamp")
