@@ -61,14 +61,20 @@ class SearchScope:
         """
         filters, params = self._filters_sql()
         own = f"SELECT {columns} FROM documents d WHERE d.user_id = :scope_user AND {filters}"
+        shared, _ = self.shared_documents_sql(columns)
+        return (own if shared is None else f"{own} UNION ALL {shared}"), params
+
+    def shared_documents_sql(self, columns: str) -> tuple[str | None, dict]:
+        """A SELECT of ``columns`` (of ``documents d``) for the visible documents shared by
+        other owners (``None`` when the scope leaves them out), and its bind parameters."""
+        filters, params = self._filters_sql()
         if not self.include_shared:
-            return own, params
-        shared = (
+            return None, params
+        return (
             f"SELECT {columns} FROM document_access a JOIN documents d ON d.id = a.document_id "
             "WHERE a.user_id = :scope_user AND a.is_visible AND d.user_id <> :scope_user "
             f"AND {filters}"
-        )
-        return f"{own} UNION ALL {shared}", params
+        ), params
 
     def document_filter_sql(self) -> tuple[str, dict]:
         """The condition a ``documents d`` row meets when visible, and its bind parameters

@@ -104,3 +104,44 @@ async def test_a_small_library_among_many_vectors_is_scanned_exactly(services, n
     nobody = SearchScope(user_id=user.id, corpus="no such corpus")  # nothing visible
     async with services.engine.connect() as conn:
         assert await dense_search(conn, nobody, vector, 5) == []
+
+
+async def test_the_scope_size_counts_own_shared_and_narrowed_chunks(services, new_user):
+    """The size that picks the branch: the owner's kept count plus shared documents for a
+    whole library, the listed documents' sum for a narrowed one; each equals a count of the
+    chunks the scope can see."""
+    from agent.library.sharing import share_document
+
+    owner, reader = await new_user("dense-size-owner"), await new_user("dense-size-reader")
+    await _library(services, owner)
+    shared = await ingest_bytes(services, owner.id, b"A note to share. " * 40, "share.txt")
+    await _library(services, reader)
+    await share_document(services, owner, str(shared.document_id), reader.name)
+
+    async def size(scope: SearchScope) -> tuple[int, int]:
+        listed, params = scope.listed_documents_sql("d.id, d.keyword_chunks")
+        async with services.engine.connect() as conn:
+            kept = await conn.execute(
+                text(f"WITH visible AS ({listed}) SELECT {chunks._scope_chunks_sql(scope)}"),
+                params,
+            )
+            counted = await conn.execute(
+                text(
+                    f"SELECT count(*) FROM child_chunks c WHERE c.document_id IN "
+                    f"(SELECT id FROM ({listed}) v)"
+                ),
+                params,
+            )
+            return int(kept.scalar()), int(counted.scalar())
+
+    for scope in (
+        SearchScope(user_id=reader.id),
+        SearchScope(user_id=reader.id, include_shared=False),
+        SearchScope(reader.id, (shared.document_id,)),
+        SearchScope(user_id=owner.id),
+    ):
+        kept, counted = await size(scope)
+        assert kept == counted > 0
+    assert (await size(SearchScope(user_id=reader.id)))[0] > (
+        await size(SearchScope(user_id=reader.id, include_shared=False))
+    )[0]

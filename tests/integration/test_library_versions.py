@@ -129,3 +129,38 @@ async def test_a_user_with_documents_can_still_be_deleted(services, new_user):
             text("SELECT count(*) FROM documents WHERE user_id = :u"), {"u": me.id}
         )
         assert left.scalar() == 0
+
+
+async def test_each_owner_s_ready_chunks_are_counted(services, new_user):
+    me = await new_user("lv-chunks")
+
+    async def kept_and_counted() -> tuple[int, int]:
+        async with services.engine.connect() as conn:
+            kept = await conn.execute(
+                text("SELECT chunks FROM library_versions WHERE user_id = :u"), {"u": me.id}
+            )
+            counted = await conn.execute(
+                text(
+                    "SELECT count(*) FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+                    "WHERE d.user_id = :u AND d.status = 'ready'"
+                ),
+                {"u": me.id},
+            )
+            return int(kept.scalar() or 0), int(counted.scalar())
+
+    first = await _ingest(services, me, "The lighthouse keeper polishes the lamp. " * 60)
+    await _ingest(services, me, "A second note about the harbour.")
+    kept, counted = await kept_and_counted()
+    assert kept == counted > 1
+    async with services.engine.begin() as conn:  # a document leaving "ready" stops counting
+        await conn.execute(
+            text("UPDATE documents SET status = 'failed' WHERE id = :d"), {"d": first.document_id}
+        )
+    assert (await kept_and_counted())[0] == (await kept_and_counted())[1] < counted
+    async with services.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE documents SET status = 'ready' WHERE id = :d"), {"d": first.document_id}
+        )
+    assert await delete_user_document(services, me.id, first.document_id)
+    kept, counted_after = await kept_and_counted()
+    assert kept == counted_after < counted
