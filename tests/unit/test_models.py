@@ -49,3 +49,19 @@ def test_local_embeddings_are_normalised_and_semantic():
     assert not np.allclose(
         emb.embedder.embed_query(long_text), emb.embedder.embed_query("word " * 100)
     )
+
+
+def test_local_bulk_embeddings_equal_single_ones_in_order():
+    """Passages in bulk run on one single-threaded session per thread, side by side: each
+    vector must be the one a single call gives, in the order asked."""
+    import numpy as np
+
+    from agent.local_models import LocalMiniLMEmbeddings
+
+    emb = LocalMiniLMEmbeddings(threads=2)
+    texts = [f"Note {i}: the {w} crossed the harbour." for i, w in enumerate("abcdefg")]
+    bulk = np.array(emb.embed_documents(texts))
+    single = np.array([emb.embed_query(t) for t in texts])
+    assert bulk.shape == (7, 384)
+    assert np.allclose(bulk, single, atol=1e-5)
+    assert not np.allclose(bulk[0], bulk[1])
