@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import logging
 import os
 import threading
@@ -151,10 +152,13 @@ class LocalMiniLMEmbeddings(Embeddings):
             return [self._embed_one(t) for t in texts]
         sessions = self._bulk_sessions()
         out: list[list[float] | None] = [None] * len(texts)
+        # each thread takes the next passage when it is free (passages differ in length; a
+        # fixed split leaves one thread idle at the end of every call)
+        order = itertools.count()
 
-        def work(first: int) -> None:
-            for i in range(first, len(texts), len(sessions)):
-                out[i] = self._embed_one(texts[i], sessions[first])
+        def work(session_index: int) -> None:
+            while (i := next(order)) < len(texts):
+                out[i] = self._embed_one(texts[i], sessions[session_index])
 
         with ThreadPoolExecutor(len(sessions)) as pool:
             list(pool.map(work, range(len(sessions))))
