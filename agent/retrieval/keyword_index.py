@@ -73,6 +73,8 @@ class ReaderIndex:
         self._bounds: dict[str, tuple[float, float]] = {}
         """Per term whose postings are merged and row-sorted: its largest tf and the
         fewest tokens of a chunk holding it (for MaxScore's bounds)."""
+        self._scratch: np.ndarray | None = None
+        """MaxScore's accumulator, one float per row, kept zeroed between questions."""
         self.rows = 0
         self.dead_rows = 0
         self.postings = 0
@@ -84,6 +86,7 @@ class ReaderIndex:
         """Memory the copy holds: its arrays, and its chunk ids (UUID objects, ~108 bytes each)."""
         arrays = sum(a.nbytes for a in (*self._chunk_doc, *self._chunk_tokens))
         arrays += sum(r.nbytes + tf.nbytes for parts in self._terms.values() for r, tf in parts)
+        arrays += 0 if self._scratch is None else self._scratch.nbytes
         return arrays + len(self.chunk_ids) * _UUID_BYTES
 
     # --- keeping in step -------------------------------------------------------------
@@ -206,7 +209,14 @@ class ReaderIndex:
         lists = self._term_lists(view, terms, bm25)
         if not lists:
             return []
-        candidates, scores = maxscore_top_k(lists, chunk_tokens, view.avgdl, bm25, k)
+        # one zeroed accumulator per reader, taken while in use (a second caller allocates)
+        scratch, self._scratch = self._scratch, None
+        if scratch is None or len(scratch) < len(chunk_tokens):
+            scratch = np.zeros(len(chunk_tokens))
+        try:
+            candidates, scores = maxscore_top_k(lists, chunk_tokens, view.avgdl, bm25, k, scratch)
+        finally:
+            self._scratch = scratch
         ranked = sorted(
             ((self.chunk_ids[r], float(s)) for r, s in zip(candidates, scores, strict=True)),
             key=lambda hit: (-hit[1], hit[0]),

@@ -58,3 +58,17 @@ def test_fewer_matches_than_k_are_all_returned():
     lists = [(3.0, 2.0, rows, tf)]
     found, scores = maxscore_top_k(lists, tokens, 10.0, BM25, 10)
     assert found.tolist() == [3, 70, 900] and scores.argmax() == 1
+
+
+def test_a_reused_accumulator_is_left_zeroed_and_gives_the_same_top_k():
+    """The reader's accumulator is reused from question to question: it must come back
+    zeroed, and results must not depend on it (several terms scored in full included)."""
+    scratch = np.zeros(25_000)
+    for seed in range(12):
+        shares = [0.0005, 0.003, 0.05, 0.4, 0.9, 0.6][: 1 + seed % 6]
+        tokens, avgdl, lists = _term_lists(seed, 20_000, shares)
+        fresh = maxscore_top_k(lists, tokens, avgdl, BM25, 10)
+        reused = maxscore_top_k(lists, tokens, avgdl, BM25, 10, scratch)
+        assert np.array_equal(np.sort(fresh[0]), np.sort(reused[0]))
+        assert np.allclose(fresh[1][np.argsort(fresh[0])], reused[1][np.argsort(reused[0])])
+        assert not scratch.any()
