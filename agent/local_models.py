@@ -86,10 +86,12 @@ def ensure_chat_model_file(cache_dir: Path, filename: str) -> Path:
 class LocalMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, 384 dimensions, cosine-ready.
 
-    A query runs on one session using every thread. Passages in bulk run on one
-    single-threaded session per thread, side by side: on 2 cores, 38 passages/s against 25
-    for one two-threaded session (Pride and Prejudice's chunks, ~146 tokens each, measured),
-    since a small model's operators leave a second intra-op thread idle much of the time.
+    Every session is single-threaded. A query runs on one: a second intra-op thread did not
+    make a 14-token question faster (7.3 ms both ways, measured on 2 cores) and took the core
+    the search's BM25 scoring runs on meanwhile. Passages in bulk run on one session per
+    thread, side by side: on 2 cores, 38 passages/s against 25 for one two-threaded session
+    (Pride and Prejudice's chunks, ~146 tokens each), since a small model's operators leave
+    a second intra-op thread idle much of the time.
     """
 
     name = EMBEDDING_LABEL
@@ -107,21 +109,19 @@ class LocalMiniLMEmbeddings(Embeddings):
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer.enable_padding()
         self._threads = max(1, threads)
-        self._session = self._new_session(self._threads)
+        self._session = self._new_session()
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._bulk: list = []  # the single-threaded sessions, made on the first bulk call
         self._bulk_lock = threading.Lock()
 
-    def _new_session(self, threads: int):
+    def _new_session(self):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        # one thread, no pool: nothing spins after a call, taking a core from Postgres and
+        # the event loop just when a search goes on to its reads
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Idle worker threads would otherwise spin for a while after each call, taking the
-        # cores from Postgres and the event loop just when a search goes on to its reads
-        # (measured on 2 cores: hybrid search p50 26 -> 24 ms; the embedding +0.4 ms).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(
             str(self._model), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -142,7 +142,7 @@ class LocalMiniLMEmbeddings(Embeddings):
     def _bulk_sessions(self) -> list:
         with self._bulk_lock:
             if not self._bulk:
-                self._bulk = [self._new_session(1) for _ in range(self._threads)]
+                self._bulk = [self._new_session() for _ in range(self._threads)]
             return self._bulk
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
