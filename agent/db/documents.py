@@ -146,6 +146,16 @@ async def insert_document(
 
     Runs inside the caller's transaction: the caller commits all of it or none of it.
     """
+    await insert_document_row(conn, doc, parents)
+    await insert_children(conn, doc.id, children)
+    await finish_document(conn, doc.id)
+
+
+async def insert_document_row(
+    conn: AsyncConnection, doc: NewDocument, parents: Sequence[NewParentChunk]
+) -> None:
+    """Write a document's row and its parents: the first step of :func:`insert_document`,
+    for callers that write the children as they are embedded (in the same transaction)."""
     await conn.execute(
         text(
             "INSERT INTO documents (id, user_id, corpus, title, author, source_uri, filename, "
@@ -201,6 +211,12 @@ async def insert_document(
                 for p in parents
             ],
         )
+
+
+async def insert_children(
+    conn: AsyncConnection, document_id: uuid.UUID, children: Sequence[NewChildChunk]
+) -> None:
+    """Write some of a document's embedded children (after its row and parents)."""
     if children:
         await conn.execute(
             text(
@@ -212,7 +228,7 @@ async def insert_document(
             [
                 {
                     "id": c.id,
-                    "doc": doc.id,
+                    "doc": document_id,
                     "parent": c.parent_id,
                     "idx": c.chunk_index,
                     "text": c.text,
@@ -227,7 +243,11 @@ async def insert_document(
                 for c in children
             ],
         )
-    await _refresh_keyword_stats(conn, doc.id)
+
+
+async def finish_document(conn: AsyncConnection, document_id: uuid.UUID) -> None:
+    """Compute a document's BM25 statistics once all its children are written."""
+    await _refresh_keyword_stats(conn, document_id)
 
 
 # BM25's term-frequency factor at a reference chunk length of 60 tokens (k1=1.2, b=0.75).

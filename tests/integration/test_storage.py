@@ -8,7 +8,7 @@ from sqlalchemy import text
 from agent.db import documents
 from agent.db.engine import EmbeddingMismatchError, ensure_embedding_store
 from agent.db.scope import SearchScope
-from agent.ingest.pipeline import ingest_file
+from agent.ingest.pipeline import ingest_bytes, ingest_file
 from agent.retrieval.citations import citation_id
 from agent.retrieval.hybrid import hybrid_search
 from tests.support.paths import ALICE
@@ -286,3 +286,41 @@ async def test_pii_never_reaches_the_database_or_the_embedder(
     assert "@" not in doc.title
     assert chunks and all("@example.com" not in c.text and "4111" not in c.text for c in chunks)
     assert all(c.redacted and c.sensitivity == "HIGH" for c in chunks if "[REDACTED_" in c.text)
+
+
+async def test_an_embedder_failing_midway_leaves_nothing_stored(services, new_user, monkeypatch):
+    """Children are written batch by batch as they are embedded, in one transaction: a
+    failure after some batches were written rolls all of them back."""
+    from agent.models import EmbedderUnavailable
+
+    embedder = services.embeddings.embedder
+    original = embedder.embed_documents
+    calls = []
+
+    def fails_on_the_third_batch(texts):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise RuntimeError("the embedder went away")
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_documents", fails_on_the_third_batch)
+    monkeypatch.setattr(services.settings, "embed_batch_size", 4)
+    user = await new_user("midway")
+    body = " ".join(f"Sentence {i} about the lighthouse keeper and the tide." for i in range(400))
+    with pytest.raises(EmbedderUnavailable):
+        await ingest_bytes(services, user.id, body.encode(), "midway.txt")
+    assert len(calls) >= 3
+    async with services.engine.connect() as conn:
+        for table in ("documents", "child_chunks c JOIN documents d ON d.id = c.document_id"):
+            alias = "d" if "JOIN" in table else "documents"
+            left = await conn.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {alias}.user_id = :u"), {"u": user.id}
+            )
+            assert left.scalar() == 0
+        postings = await conn.execute(
+            text("SELECT count(*) FROM keyword_postings WHERE user_id = :u"), {"u": user.id}
+        )
+        assert postings.scalar() == 0
+    monkeypatch.undo()
+    done = await ingest_bytes(services, user.id, body.encode(), "midway.txt")
+    assert done.status == "ingested" and done.chunks > 12
