@@ -96,12 +96,7 @@ class Settings(BaseSettings):
         description="Time limit of one chat turn up to its answer (routing, retrieval, model "
         "calls; saving is not cut short): over it the API answers 504 model_timeout.",
     )
-    embed_batch_size: int = Field(
-        default=128,
-        description="Passages per embedder call at ingest; each batch's chunks are written "
-        "while the next is embedded (Pride and Prejudice on 2 cores: 32 -> 57.6 s, 64 -> "
-        "54.2 s, 128 -> 52.1 s, 256 -> 53.6 s).",
-    )
+    embed_batch_size: int = 128  # P&P on 2 cores: 32 a call 57.6 s, 128 52.1 s, 256 53.6 s
     embed_max_tokens: int = 256
 
     # --- web search (SerpAPI) ----------------------------------------------------------
