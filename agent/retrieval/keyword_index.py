@@ -7,10 +7,11 @@ postings in numpy arrays (exact Okapi BM25 in ~1-2 ms):
 
 * Every search first reads the scope's fingerprint (the reader's library version, raised
   by triggers on every change they can see). A fingerprint seen before maps to a ready
-  *view* (which rows are visible, N, avgdl); a new one lists the visible documents and loads only the documents
-  that are new or changed since (incremental: an ingest loads one document, never the
-  library). Documents no longer visible are masked at once and dropped from memory when an
-  unfiltered search shows they are gone; the arrays are compacted when half are dead.
+  *view* (which rows are visible, N, avgdl); a new one lists the visible documents and
+  loads only the documents that are new or changed since (incremental: an ingest loads
+  one document, never the library). Documents no longer visible are masked at once and
+  dropped from memory when an unfiltered search shows they are gone; the arrays are
+  compacted when half are dead.
 * Visibility always comes from Postgres, per search: the copy is never trusted for it.
 * A load too big to do inside one search (a whole library after a restart) runs in the
   background while searches use the SQL scorer, so no search waits on it.

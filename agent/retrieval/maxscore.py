@@ -45,9 +45,7 @@ def maxscore_top_k(
         norm = bm25.k1 * (1 - bm25.b + bm25.b * chunk_tokens[rows].astype(np.float64) / avgdl)
         return idf * tf64 * (bm25.k1 + 1) / (tf64 + norm)
 
-    if scratch is None or len(scratch) < len(chunk_tokens):
-        scratch = np.zeros(len(chunk_tokens))
-    acc = scratch[: len(chunk_tokens)]
+    acc = np.zeros(len(chunk_tokens)) if scratch is None else scratch[: len(chunk_tokens)]
     remaining = sum(t[0] for t in lists)
     best = np.zeros(0, dtype=np.int64)  # rows of the k best scores so far
     kth = 0.0
