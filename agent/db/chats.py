@@ -259,11 +259,14 @@ async def find_conversation_summary(
 async def recent_messages(
     conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, limit: int
 ) -> list[tuple[str, str]]:
-    """The last ``limit`` ``(role, content)`` pairs of the user's chat, oldest first."""
+    """The last ``limit`` ``(role, content)`` pairs of the user's chat, oldest first.
+
+    Questions of failed turns are left out: they have no answer, and a retry asks them
+    again, so a prompt would see the question twice with nothing between."""
     rows = await conn.execute(
         text(
             "SELECT role, content FROM chat_messages WHERE chat_id = :c AND user_id = :u "
-            "ORDER BY created_at DESC, id DESC LIMIT :n"
+            "AND error IS NULL ORDER BY created_at DESC, id DESC LIMIT :n"
         ),
         {"c": chat_id, "u": user_id, "n": limit},
     )

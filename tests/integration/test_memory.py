@@ -118,6 +118,17 @@ async def test_history_falls_back_to_last_ten_messages(services, new_user):
     assert SUMMARY_1 in block and "message 13" not in block
 
 
+async def test_history_leaves_out_questions_of_failed_turns(services, new_user):
+    user = await new_user("user")
+    chat_id = await make_chat(services, user.id, [("user", "Who is Dinah?")])
+    async with services.engine.begin() as conn:
+        failed = NewMessage("user", "Who is the Hatter?", error={"code": "model_unavailable"})
+        await add_messages(conn, user.id, chat_id, [failed])
+        await add_messages(conn, user.id, chat_id, [NewMessage("user", "Who is Bill?")])
+    memory = await load_memory(services, user.id, chat_id)
+    assert [c for _, c in memory.recent] == ["Who is Dinah?", "Who is Bill?"]
+
+
 def test_follow_up_detection():
     for question in (
         "What did she say next?",
