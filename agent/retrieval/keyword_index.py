@@ -40,7 +40,7 @@ from agent.db.postings import (
     visible_documents,
 )
 from agent.db.scope import SearchScope
-from agent.retrieval.maxscore import maxscore_top_k
+from agent.retrieval.maxscore import MaxScoreScratch, maxscore_top_k
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ class ReaderIndex:
         self._bounds: dict[str, tuple[float, float]] = {}
         """Per term whose postings are merged and row-sorted: its largest tf and the
         fewest tokens of a chunk holding it (for MaxScore's bounds)."""
-        self._scratch: np.ndarray | None = None
-        """MaxScore's accumulator, one float per row, kept zeroed between questions."""
+        self._scratch: MaxScoreScratch | None = None
+        """MaxScore's arrays over the rows, kept zeroed between questions."""
         self.rows = 0
         self.dead_rows = 0
         self.postings = 0
@@ -210,10 +210,10 @@ class ReaderIndex:
         lists = self._term_lists(view, terms, bm25)
         if not lists:
             return []
-        # one zeroed accumulator per reader, taken while in use (a second caller allocates)
+        # one zeroed scratch per reader, taken while in use (a second caller allocates)
         scratch, self._scratch = self._scratch, None
-        if scratch is None or len(scratch) < len(chunk_tokens):
-            scratch = np.zeros(len(chunk_tokens))
+        if scratch is None or not scratch.fits(len(chunk_tokens)):
+            scratch = MaxScoreScratch.for_rows(len(chunk_tokens))
         try:
             candidates, scores = maxscore_top_k(lists, chunk_tokens, view.avgdl, bm25, k, scratch)
         finally:

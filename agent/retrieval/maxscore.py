@@ -3,15 +3,16 @@
 Terms are scored in full, highest score bound (rarest) first, until the bounds of the terms
 left add up to less than the k-th best score so far: a row none of the scored terms matched
 cannot reach the top k any more. The terms left are then only looked up for the candidate
-rows that can still reach the top k, by binary search in their row-sorted postings. So a
-question's common words cost a lookup per surviving candidate, not a pass over most of the
-library. (The threshold algorithm, reading each term's best postings first, was tried and
+rows that can still reach the top k (a binary search each in the row-sorted postings, or
+one pass over the postings when the candidates are many). So a question's common words
+cost a lookup per surviving candidate, not a pass over most of the library. (The threshold algorithm, reading each term's best postings first, was tried and
 lost: on the 1M-chunk benchmark it could prove the top 40 for only 44 of 200 questions.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,13 +22,38 @@ TermList = tuple[float, float, np.ndarray, np.ndarray]
 """``(score bound, idf, rows sorted ascending, term frequencies)`` of one query term."""
 
 
+@dataclass
+class MaxScoreScratch:
+    """Arrays over a library's rows that MaxScore uses and leaves zeroed, so a 1M-row
+    library need not allocate and clear them for every question."""
+
+    scores: np.ndarray
+    """float64: the scores accumulated by the terms scored in full."""
+    positions: np.ndarray
+    """int32: 1 + a candidate's place in the candidate list (0: not a candidate)."""
+
+    @classmethod
+    def for_rows(cls, rows: int) -> MaxScoreScratch:
+        """Zeroed arrays for ``rows`` rows."""
+        return cls(np.zeros(rows), np.zeros(rows, dtype=np.int32))
+
+    def fits(self, rows: int) -> bool:
+        """Whether the arrays cover ``rows`` rows."""
+        return len(self.scores) >= rows
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the arrays hold."""
+        return self.scores.nbytes + self.positions.nbytes
+
+
 def maxscore_top_k(
     lists: Sequence[TermList],
     chunk_tokens: np.ndarray,
     avgdl: float,
     bm25: BM25Params,
     k: int,
-    scratch: np.ndarray | None = None,
+    scratch: MaxScoreScratch | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows that can be among the best ``k`` (ties at the edge all kept) and their exact
     BM25 scores; ``lists`` ordered by bound, highest first.
@@ -35,17 +61,25 @@ def maxscore_top_k(
     Scores accumulate in one array over the library's rows, so each term costs its own
     postings only; the best ``k`` so far are kept beside it (the k-th best score is what the
     terms left must beat). A row met by the scored terms whose score plus every bound left
-    falls short of that is dropped before its other terms are looked up. ``scratch``, a
-    zeroed float64 array at least as long as ``chunk_tokens``, is used as that array and
-    left zeroed (a 1M-row library need not allocate and clear 8 MB per question).
+    falls short of that is dropped before its other terms are looked up. ``scratch`` (sized
+    for at least ``len(chunk_tokens)`` rows, zeroed) is used and left zeroed.
     """
+    c0, c1 = bm25.k1 * (1 - bm25.b), bm25.k1 * bm25.b / avgdl
 
     def partial(idf: float, rows: np.ndarray, tf: np.ndarray) -> np.ndarray:
+        # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), in place
+        out = chunk_tokens[rows].astype(np.float64)
+        out *= c1
+        out += c0
         tf64 = tf.astype(np.float64)
-        norm = bm25.k1 * (1 - bm25.b + bm25.b * chunk_tokens[rows].astype(np.float64) / avgdl)
-        return idf * tf64 * (bm25.k1 + 1) / (tf64 + norm)
+        out += tf64
+        np.divide(tf64, out, out=out)
+        out *= idf * (bm25.k1 + 1)
+        return out
 
-    acc = np.zeros(len(chunk_tokens)) if scratch is None else scratch[: len(chunk_tokens)]
+    n = len(chunk_tokens)
+    scratch = scratch if scratch is not None else MaxScoreScratch.for_rows(n)
+    acc = scratch.scores[:n]
     remaining = sum(t[0] for t in lists)
     best = np.zeros(0, dtype=np.int64)  # rows of the k best scores so far
     kth = 0.0
@@ -61,7 +95,12 @@ def maxscore_top_k(
             best, kth = _k_best(acc, rows, best, k)
             if done < len(lists) and len(best) >= k and remaining < kth:
                 break  # a row none of these matched cannot reach the top k
-        candidates = _union(scored, len(acc))
+        floor = kth - remaining if len(best) >= k else 0.0
+        if floor > 0 and sum(len(r) for r in scored) * 4 > n:
+            # the scored rows cover much of the library: one pass finds those still alive
+            candidates = np.flatnonzero(acc >= floor)
+        else:
+            candidates = _union(scored, n)
         scores = acc[candidates]
     finally:
         for rows in scored:
@@ -69,16 +108,33 @@ def maxscore_top_k(
     for bound, idf, rows, tf in lists[done:]:
         if len(best) >= k:  # rows that cannot reach the k-th best even with every term left
             alive = scores + remaining >= kth
-            candidates, scores = candidates[alive], scores[alive]
-        at = np.minimum(np.searchsorted(rows, candidates), len(rows) - 1)
-        found = rows[at] == candidates
-        scores[found] += partial(idf, rows[at[found]], tf[at[found]])
+            if not alive.all():
+                candidates, scores = candidates[alive], scores[alive]
+        found, at = _lookup(rows, candidates, scratch.positions)
+        scores[found] += partial(idf, rows[at], tf[at])
         remaining -= bound
     if len(candidates) > k:
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         keep = scores >= kth  # ties at the edge all stay
         candidates, scores = candidates[keep], scores[keep]
     return candidates, scores
+
+
+def _lookup(
+    rows: np.ndarray, candidates: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which ``candidates`` a term's sorted ``rows`` hold: the places of those candidates
+    and of their postings. A binary search per candidate, or, when the candidates are many
+    beside the postings, one pass over the postings through ``positions`` (left zeroed)."""
+    if len(candidates) * 16 > len(rows):
+        positions[candidates] = np.arange(1, len(candidates) + 1, dtype=np.int32)
+        hit = positions[rows]
+        positions[candidates] = 0
+        at = np.flatnonzero(hit)
+        return hit[at] - 1, at
+    at = np.minimum(np.searchsorted(rows, candidates), len(rows) - 1)
+    found = np.flatnonzero(rows[at] == candidates)
+    return found, at[found]
 
 
 def _union(row_lists: list[np.ndarray], rows: int) -> np.ndarray:

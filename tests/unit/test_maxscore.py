@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agent.db.keyword_sql import BM25Params
-from agent.retrieval.maxscore import maxscore_top_k
+from agent.retrieval.maxscore import MaxScoreScratch, maxscore_top_k
 
 BM25 = BM25Params()
 
@@ -60,10 +60,10 @@ def test_fewer_matches_than_k_are_all_returned():
     assert found.tolist() == [3, 70, 900] and scores.argmax() == 1
 
 
-def test_a_reused_accumulator_is_left_zeroed_and_gives_the_same_top_k():
-    """The reader's accumulator is reused from question to question: it must come back
-    zeroed, and results must not depend on it (several terms scored in full included)."""
-    scratch = np.zeros(25_000)
+def test_a_reused_scratch_is_left_zeroed_and_gives_the_same_top_k():
+    """The reader's scratch arrays are reused from question to question: they must come back
+    zeroed, and results must not depend on them (several terms scored in full included)."""
+    scratch = MaxScoreScratch.for_rows(25_000)
     for seed in range(12):
         shares = [0.0005, 0.003, 0.05, 0.4, 0.9, 0.6][: 1 + seed % 6]
         tokens, avgdl, lists = _term_lists(seed, 20_000, shares)
@@ -71,4 +71,21 @@ def test_a_reused_accumulator_is_left_zeroed_and_gives_the_same_top_k():
         reused = maxscore_top_k(lists, tokens, avgdl, BM25, 10, scratch)
         assert np.array_equal(np.sort(fresh[0]), np.sort(reused[0]))
         assert np.allclose(fresh[1][np.argsort(fresh[0])], reused[1][np.argsort(reused[0])])
-        assert not scratch.any()
+        assert not scratch.scores.any() and not scratch.positions.any()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_only_common_terms_are_exact(seed):
+    """Questions made only of common words (every term in a large share of the rows): the
+    scored rows cover the library, candidates come from one pass over the scores, and the
+    terms left are looked up by a pass over their postings."""
+    shares = [0.3, 0.45, 0.6, 0.7, 0.8][: 3 + seed % 3]
+    tokens, avgdl, lists = _term_lists(100 + seed, 30_000, shares)
+    expected = np.zeros(len(tokens))
+    for _, idf, rows, tf in lists:
+        expected[rows] += idf * _factors(tf, tokens[rows], avgdl)
+    for k in (1, 40):
+        kth = np.sort(expected)[::-1][k - 1]
+        rows, scores = maxscore_top_k(lists, tokens, avgdl, BM25, k)
+        assert set(rows.tolist()) == set(np.flatnonzero(expected >= kth).tolist())
+        assert scores == pytest.approx(expected[rows])
