@@ -224,10 +224,10 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = 64
 
     # --- ReAct tool selection (seed 003) ----------------------------------------------------
-    tool_selection: bool = Field(
-        default=False,
-        description="Path A: after retrieval the model decides to answer from the passages, "
-        "call search_knowledge / web_search first, or answer from general knowledge.",
+    tool_selection: bool | None = Field(
+        default=None,
+        description="Path A: after retrieval the model decides to answer from the passages or "
+        "call a tool first. Unset: on for hosted models, off for the local one (measured worse).",
     )
     max_tool_calls: int = Field(default=2, description="Tool calls allowed per turn.")
     previous_discussion_k: int = Field(

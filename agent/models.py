@@ -59,6 +59,12 @@ def _cached(key: tuple, build):
         return _cache[key]
 
 
+def is_hosted(spec: str) -> bool:
+    """Whether ``spec`` names a provider's model (``provider:model``), not a packaged one
+    (``local``, the llama.cpp model; ``extractive``, the offline answerer)."""
+    return spec not in ("local", "extractive")
+
+
 def model_label(spec: str) -> str:
     """A short name for ``model_used``: the local model's name or the provider's model id."""
     if spec == "local":

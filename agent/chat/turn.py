@@ -12,6 +12,7 @@ from agent import prompts
 from agent.chat.books import Book, UnknownBook, only_book, resolve_book
 from agent.chat.chapters import titles_for_routing
 from agent.chat.routing import choose_route
+from agent.chat.tool_selection import tools_by_default
 from agent.chat.turn_log import (
     monthly_limit,
     open_chat,
@@ -154,7 +155,7 @@ async def _open_turn(
     memory = await load_memory(services, user_id, chat_id)
     update = {
         "persona": persona or "",
-        "tools_enabled": settings.tool_selection
+        "tools_enabled": tools_by_default(settings)
         if request.tool_selection is None
         else request.tool_selection,
         "relevant": False,

@@ -234,6 +234,20 @@ async def test_without_tool_selection_the_graph_never_asks(
     assert scripted.offered and on["tool_log"]
 
 
+async def test_unset_tool_selection_is_on_for_hosted_models_and_off_for_the_local_one(
+    services, new_user, scripted, monkeypatch
+):
+    user = await _library(services, new_user)
+    monkeypatch.setattr(services.settings, "tool_selection", None)
+    monkeypatch.setattr(services.settings, "chat_model", "local")
+    scripted.decisions = [(KNOWLEDGE, "oven")]
+    off = await graph.ainvoke(_ask("Who polishes the lamp?"), context=Context(user=user.name))
+    assert scripted.offered == [] and off["tool_log"] == []
+    monkeypatch.setattr(services.settings, "chat_model", "openai:gpt-4o-mini")
+    on = await graph.ainvoke(_ask("Who polishes the lamp?"), context=Context(user=user.name))
+    assert scripted.offered and on["tool_log"]
+
+
 # --- persona -----------------------------------------------------------------------------
 
 

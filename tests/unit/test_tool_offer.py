@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from agent.chat.tool_selection import KNOWLEDGE, SUMMARY, WEB, offered_tools
+from agent.chat.tool_selection import KNOWLEDGE, SUMMARY, WEB, offered_tools, tools_by_default
 from agent.config import Settings
 
 
@@ -32,3 +32,11 @@ def test_with_a_key_the_web_waits_for_a_miss_or_an_explicit_request():
         WEB,
     ]
     assert WEB in offered_tools(settings, _state("Search the web for Lewis Carroll", True))
+
+
+def test_tools_are_on_by_default_for_hosted_models_only_unless_set():
+    assert tools_by_default(Settings(chat_model="openai:gpt-4o-mini", tool_selection=None))
+    assert not tools_by_default(Settings(chat_model="local", tool_selection=None))
+    assert not tools_by_default(Settings(chat_model="extractive", tool_selection=None))
+    assert tools_by_default(Settings(chat_model="local", tool_selection=True))
+    assert not tools_by_default(Settings(chat_model="openai:gpt-4o-mini", tool_selection=False))
