@@ -29,7 +29,10 @@ class Context:
     )
     tool_selection: bool | None = field(
         default=None,
-        metadata={"description": "Let the model call search_knowledge / web_search (ReAct)."},
+        metadata={
+            "description": "Let the model call search_knowledge / read_summary / web_search "
+            "(ReAct); unset: on for hosted models, off for the local one."
+        },
     )
     chat_model: str | None = field(
         default=None,

@@ -30,14 +30,15 @@ SUMMARY = "read_summary"
 WEB = "web_search"
 
 
-def tools_by_default(settings: Settings) -> bool:
+def tools_by_default(settings: Settings, model_spec: str) -> bool:
     """Whether Path A offers tools when a turn does not say: ``QUIRE_TOOL_SELECTION`` if
-    set, else on for hosted chat models and off for the packaged ones (on the 68-question
+    set, else on for a hosted chat model (``model_spec``, the turn's) and off for the
+    packaged ones (on the 68-question
     eval the local 1.5B model matched fewer answers with tools and took ~4x longer; the
     extractive answerer cannot choose tools)."""
     if settings.tool_selection is not None:
         return settings.tool_selection
-    return is_hosted(settings.chat_model)
+    return is_hosted(model_spec)
 
 
 @dataclass(frozen=True)

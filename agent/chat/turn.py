@@ -39,6 +39,7 @@ class TurnRequest(Protocol):
     book: str | None
     persona: str | None
     tool_selection: bool | None
+    chat_model: str | None
     document_ids: list[str] | None
     corpus: str | None
     since: str | None
@@ -155,7 +156,7 @@ async def _open_turn(
     memory = await load_memory(services, user_id, chat_id)
     update = {
         "persona": persona or "",
-        "tools_enabled": tools_by_default(settings)
+        "tools_enabled": tools_by_default(settings, request.chat_model or settings.chat_model)
         if request.tool_selection is None
         else request.tool_selection,
         "relevant": False,

@@ -246,6 +246,12 @@ async def test_unset_tool_selection_is_on_for_hosted_models_and_off_for_the_loca
     monkeypatch.setattr(services.settings, "chat_model", "openai:gpt-4o-mini")
     on = await graph.ainvoke(_ask("Who polishes the lamp?"), context=Context(user=user.name))
     assert scripted.offered and on["tool_log"]
+    # the run's own model decides: the local one named for this run gets no tools
+    scripted.offered.clear()
+    local = await graph.ainvoke(
+        _ask("Who polishes the lamp?"), context=Context(user=user.name, chat_model="local")
+    )
+    assert scripted.offered == [] and local["tool_log"] == []
 
 
 # --- persona -----------------------------------------------------------------------------

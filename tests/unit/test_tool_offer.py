@@ -35,8 +35,8 @@ def test_with_a_key_the_web_waits_for_a_miss_or_an_explicit_request():
 
 
 def test_tools_are_on_by_default_for_hosted_models_only_unless_set():
-    assert tools_by_default(Settings(chat_model="openai:gpt-4o-mini", tool_selection=None))
-    assert not tools_by_default(Settings(chat_model="local", tool_selection=None))
-    assert not tools_by_default(Settings(chat_model="extractive", tool_selection=None))
-    assert tools_by_default(Settings(chat_model="local", tool_selection=True))
-    assert not tools_by_default(Settings(chat_model="openai:gpt-4o-mini", tool_selection=False))
+    assert tools_by_default(Settings(tool_selection=None), "openai:gpt-4o-mini")
+    assert not tools_by_default(Settings(tool_selection=None), "local")
+    assert not tools_by_default(Settings(tool_selection=None), "extractive")
+    assert tools_by_default(Settings(tool_selection=True), "local")
+    assert not tools_by_default(Settings(tool_selection=False), "openai:gpt-4o-mini")
