@@ -33,9 +33,8 @@ WEB = "web_search"
 def tools_by_default(settings: Settings, model_spec: str) -> bool:
     """Whether Path A offers tools when a turn does not say: ``QUIRE_TOOL_SELECTION`` if
     set, else on for a hosted chat model (``model_spec``, the turn's) and off for the
-    packaged ones (on the 68-question
-    eval the local 1.5B model matched fewer answers with tools, 59% vs 63%, at ~5x the time; the
-    extractive answerer cannot choose tools)."""
+    packaged ones: on the 68-question eval the local 1.5B model matched fewer answers with
+    tools (59% vs 63%) at ~5x the time, and the extractive answerer cannot choose tools."""
     if settings.tool_selection is not None:
         return settings.tool_selection
     return is_hosted(model_spec)
