@@ -5,8 +5,9 @@ left add up to less than the k-th best score so far: a row none of the scored te
 cannot reach the top k any more. The terms left are then only looked up for the candidate
 rows that can still reach the top k (a binary search each in the row-sorted postings, or
 one pass over the postings when the candidates are many). So a question's common words
-cost a lookup per surviving candidate, not a pass over most of the library. (The threshold algorithm, reading each term's best postings first, was tried and
-lost: on the 1M-chunk benchmark it could prove the top 40 for only 44 of 200 questions.)
+cost a lookup per surviving candidate, not a pass over most of the library. (The threshold
+algorithm, reading each term's best postings first, was tried and lost: on the 1M-chunk
+benchmark it could prove the top 40 for only 44 of 200 questions.)
 """
 
 from __future__ import annotations
