@@ -19,6 +19,7 @@ owner never leaves a 1.9 GB model behind.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import logging
 import os
@@ -68,13 +69,13 @@ def get_json(url: str, timeout: float) -> dict | None:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as reply:
             return json.loads(reply.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
 def generate_one_token(url: str, timeout: float) -> str:
     """Ask the server at ``url`` for one token of a chat reply; raises ``OSError`` if it
-    cannot (the process crashed, refused or timed out)."""
+    cannot (the process crashed, refused, timed out or cut its reply short)."""
     body = json.dumps(
         {"messages": [{"role": "user", "content": "Reply with OK."}], "max_tokens": 1, "seed": 1}
     ).encode()
@@ -84,6 +85,8 @@ def generate_one_token(url: str, timeout: float) -> str:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
             data = json.loads(reply.read())
+    except http.client.HTTPException as exc:  # e.g. IncompleteRead: it died mid-reply
+        raise OSError(f"the model server cut its reply short: {exc!r}") from exc
     except ValueError as exc:
         raise OSError(f"the model server answered something that is not JSON: {exc}") from exc
     return str(data["choices"][0]["message"].get("content") or "")
@@ -214,7 +217,12 @@ class ModelSupervisor:
     def _supervise(self) -> None:
         failed_starts = 0
         while not self._stopping.is_set():
-            ended = self._run_once()
+            try:
+                ended = self._run_once()
+            except Exception as exc:  # a bug here must not leave the model down for good
+                log.exception("supervising the local model process failed")
+                self._terminate(5.0)
+                ended = Ended("start", None, f"the supervisor failed to start it: {exc!r}")
             if self._stopping.is_set():
                 break
             first_line = ended.reason.splitlines()[0]

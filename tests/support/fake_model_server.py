@@ -4,8 +4,9 @@ no weights. ``python tests/support/fake_model_server.py PORT``.
 Its behaviour comes from files in the folders on ``PYTHONPATH`` (how the supervisor selects
 a llama.cpp build), so a test can give one "build" a fault:
 
-* ``crash-on-token``: the process kills itself with SIGSEGV when asked for a token, as a
-  llama.cpp kernel that does not run on this CPU would;
+* ``crash-on-token``: the process dies of SIGSEGV when asked for a token, as a llama.cpp
+  kernel that does not run on this CPU would;
+* ``crash-mid-reply``: the same, after the reply's headers are sent (a cut reply);
 * ``exit-at-start``: it exits with code 3 before serving.
 
 Each start appends a line to ``$FAKE_MODEL_STARTS`` when that is set.
@@ -17,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -26,16 +28,25 @@ def _marked(name: str) -> bool:
     return any((Path(f) / name).exists() for f in folders)
 
 
+def _segfault() -> None:
+    # Sent to this thread, not the process: a process-directed SIGSEGV is handled by the
+    # main thread (the kernel does not kill the group at once for core-dumping signals), so
+    # this thread could write a whole reply first. A real kernel fault stops its own thread.
+    signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
-    def _json(self, payload: dict) -> None:
+    def _json(self, payload: dict, *, cut: bool = False) -> None:
         body = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if cut:
+            _segfault()
         self.wfile.write(body)
 
     def do_GET(self) -> None:
@@ -47,7 +58,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if _marked("crash-on-token"):
-            os.kill(os.getpid(), signal.SIGSEGV)
+            _segfault()
         self._json(
             {
                 "id": "fake",
@@ -61,7 +72,8 @@ class Handler(BaseHTTPRequestHandler):
                     }
                 ],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-            }
+            },
+            cut=_marked("crash-mid-reply"),
         )
 
 
