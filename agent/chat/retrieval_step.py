@@ -117,6 +117,7 @@ async def retrieve_context(
             max_chars=settings.context_budget(spec),
             model=model,
             query_vector=vector,
+            cite_holders=True,
         ),
         previous_discussion(
             services,
@@ -169,6 +170,7 @@ async def call_knowledge_tool(
         query,
         SearchOptions(k=settings.top_k(spec), threshold=settings.threshold_specific),
         max_chars=budget,
+        cite_holders=True,
     )
     # passages below the relevance floor were never evidence: found again, they are new
     seen = {c["id"] for c in state.get("retrieved", [])} if state.get("relevant") else set()

@@ -189,6 +189,24 @@ async def candidate_records(
     return records, vectors
 
 
+async def child_records(
+    conn: Connection, scope: SearchScope, parent_ids: Sequence[uuid.UUID]
+) -> list[ChunkRecord]:
+    """The visible child chunks of ``parent_ids`` (without ``parent_text`` or vectors), in
+    document order: the siblings a parent window shows around a retrieved child."""
+    if not parent_ids:
+        return []
+    where, params = scope.document_filter_sql()
+    sql = (
+        f"SELECT {_CANDIDATE_COLUMNS}, NULL::bytea AS vector, NULL AS distance "
+        "FROM child_chunks c JOIN documents d ON d.id = c.document_id "
+        f"WHERE c.parent_id = ANY(CAST(:parents AS uuid[])) AND {where} "
+        "ORDER BY c.document_id, c.chunk_index"
+    )
+    rows = await _read_candidates(conn, sql, {**params, "parents": list(parent_ids)})
+    return [record for record, _, _ in rows]
+
+
 async def _read_candidates(
     conn: Connection, sql: str, params: dict
 ) -> list[tuple[ChunkRecord, np.ndarray | None, float | None]]:

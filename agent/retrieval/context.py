@@ -10,7 +10,8 @@ For each chunk in rank order:
 * sentences that repeat an earlier sentence (Jaccard word overlap >= ``overlap``) are dropped,
   so the child's paragraph already quoted inside its parent's window costs nothing twice.
 
-Every block is labelled with its chunk's ``#chk_`` id and source; blocks stop at
+Every block is labelled with its chunk's ``#chk_`` id and source (a source is not repeated
+for the next block from the same place); blocks stop at
 ``max_chars``. The chunks in ``keep`` (both sides of a detected conflict) are never dropped:
 room is reserved for them, others are trimmed first, and their sentences are never dropped
 as repeats of another block's (a negation is a near-repeat). ``chunk_map`` maps citation ids
@@ -86,9 +87,10 @@ def surroundings(chunk: RetrievedChunk, window: int) -> str:
     return parent_window(record.parent_text, record.text, max(window, len(record.text)))
 
 
-def passage_block(citation_id: str, source: str, body: str) -> str:
-    """A passage as a prompt shows it: its citation id and source, then what the model reads."""
-    return f"{citation_id} [{source}]\n{body}"
+def passage_block(citation_id: str, source: str | None, body: str) -> str:
+    """A passage as a prompt shows it: its citation id and source (``None``: the same as the
+    passage before it, not repeated), then what the model reads."""
+    return f"{citation_id} [{source}]\n{body}" if source else f"{citation_id}\n{body}"
 
 
 def _words(sentence: str) -> frozenset[str]:
@@ -161,15 +163,16 @@ def _fitting_block(
     room: int,
     first: bool,
     must: bool,
+    source: str | None,
 ):
     """The first option whose block fits in ``room`` characters (any for the ``first`` block;
     ``must``: the last option at least), as ``(body, block, fresh, dropped)``; ``None`` when
-    none does."""
+    none does. ``source``: the label shown (``None`` repeats the block before's)."""
     protect = chunk.citation_id in dedupe.protected
     for i, parts in enumerate(options):
         texts, fresh, dropped = dedupe.filter(parts, protect=protect)
         body = "\n".join(t for t in texts if t.strip())
-        block = passage_block(chunk.citation_id, chunk.source, body)
+        block = passage_block(chunk.citation_id, source, body)
         if body and (len(block) <= room or first or (must and i == len(options) - 1)):
             return body, block, fresh, dropped
     return None
@@ -214,7 +217,9 @@ def build_context(
         paragraph = paragraphs.get(chunk.citation_id, record.text)
         options = _block_options(chunk, paragraph, window, used_parents if parents else None)
         room = max_chars - total - sum(reserved.values())
-        chosen = _fitting_block(chunk, options, dedupe, room, not blocks, must)
+        # a source the block before already named is not repeated (prompt tokens)
+        source = None if included and included[-1].source == chunk.source else chunk.source
+        chosen = _fitting_block(chunk, options, dedupe, room, not blocks, must, source)
         if chosen is None:
             if total >= max_chars and not reserved:
                 break

@@ -7,7 +7,9 @@ neither the answer nor what frames it. :func:`focus_passages` keeps, per passage
 sentences that share the most question words (weighted by how rare each word is across
 the passages, so a word every passage has, the book's hero say, counts for little), plus
 ``neighbours`` sentences either side, in the passage's order; a gap is shown as ``…``.
-The passage keeps its citation id: every kept sentence is still under it.
+The passage keeps its citation id: every kept sentence is still under it. With
+:func:`focus_by_holder`, a kept sentence goes under the sibling chunk that holds it instead,
+so a citation opens the paragraph that says it.
 
 No model call: it costs well under a millisecond per passage.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent.ingest.sentences import split_sentences
 from agent.text import content_terms
@@ -45,15 +47,34 @@ def _kept(scores: list[float], hits: int, neighbours: int) -> list[int]:
     return sorted(j for j in keep if 0 <= j < len(scores))
 
 
-def _joined(sentences: list[str], keep: list[int]) -> str:
+def _joined(sentences: list[str], keep: list[int], shown: frozenset[int] | None = None) -> str:
+    """The kept sentences, ``…`` where sentences are left out (those in ``shown``, kept
+    under another passage, are not left out)."""
+    shown = frozenset(keep) if shown is None else shown
     parts: list[str] = []
     for n, i in enumerate(keep):
-        if n == 0 and i > 0 or n > 0 and i != keep[n - 1] + 1:
+        if (n == 0 or i != keep[n - 1] + 1) and i > 0 and i - 1 not in shown:
             parts.append(GAP)
         parts.append(sentences[i])
-    if keep and keep[-1] < len(sentences) - 1:
+    if keep and keep[-1] < len(sentences) - 1 and keep[-1] + 1 not in shown:
         parts.append(GAP)
     return " ".join(parts)
+
+
+def _focus(
+    question: str, passages: Mapping[str, str], hits: int, neighbours: int
+) -> dict[str, tuple[list[str], list[int]]]:
+    """Each passage's sentences and the indexes of those kept (all of a short passage)."""
+    split = {cid: split_sentences(" ".join(text.split())) for cid, text in passages.items()}
+    weights = _weights(question, list(split.values()))
+    focused: dict[str, tuple[list[str], list[int]]] = {}
+    for cid, sentences in split.items():
+        if len(sentences) <= hits + 2 * neighbours:
+            focused[cid] = (sentences, list(range(len(sentences))))
+            continue
+        scores = [sum(weights.get(t, 0.0) for t in content_terms(s)) for s in sentences]
+        focused[cid] = (sentences, _kept(scores, hits, neighbours) or list(range(hits)))
+    return focused
 
 
 def focus_passages(
@@ -62,14 +83,48 @@ def focus_passages(
     """Each passage (by citation id) cut to the sentences that answer ``question`` best and
     their ``neighbours`` (see the module docs). A passage none of whose sentences shares a
     question word keeps its first ``hits`` sentences; a short one is kept whole."""
-    split = {cid: split_sentences(" ".join(text.split())) for cid, text in passages.items()}
-    weights = _weights(question, list(split.values()))
-    focused: dict[str, str] = {}
-    for cid, sentences in split.items():
-        if len(sentences) <= hits + 2 * neighbours:
-            focused[cid] = " ".join(sentences) or passages[cid]
+    return {
+        cid: _joined(sentences, keep) or passages[cid]
+        for cid, (sentences, keep) in _focus(question, passages, hits, neighbours).items()
+    }
+
+
+def _holder(sentence: str, pieces: Sequence[tuple[str, str]]) -> str:
+    """The citation id of the first piece whose text holds ``sentence`` (the first piece's
+    when none does: a sentence across two pieces, or cut at the window's edge)."""
+    core = sentence.strip(GAP + " ")
+    return next((cid for cid, text in pieces if core and core in text), pieces[0][0])
+
+
+def focus_by_holder(
+    question: str,
+    passages: Mapping[str, str],
+    pieces: Mapping[str, Sequence[tuple[str, str]]],
+    *,
+    hits: int = 2,
+    neighbours: int = 1,
+) -> dict[str, list[tuple[str, str]]]:
+    """:func:`focus_passages`, with each kept sentence under the chunk that holds it.
+
+    A passage is a window of a parent around the retrieved child, so its best sentences
+    may lie in a sibling child: cited under the retrieved child's id, they would open a
+    paragraph that does not say them. ``pieces[cid]`` are ``(citation id, text)`` of the
+    chunks the passage ``cid`` was cut from, its own chunk first. Returns, per passage,
+    ``(citation id, focused text)`` for each chunk holding kept sentences, in order of
+    their first kept sentence.
+    """
+    focused = _focus(question, passages, hits, neighbours)
+    runs: dict[str, list[tuple[str, str]]] = {}
+    for cid, (sentences, keep) in focused.items():
+        if not sentences:
+            runs[cid] = [(cid, passages[cid])]
             continue
-        scores = [sum(weights.get(t, 0.0) for t in content_terms(s)) for s in sentences]
-        keep = _kept(scores, hits, neighbours) or list(range(hits))
-        focused[cid] = _joined(sentences, keep)
-    return focused
+        own = [(pid, " ".join(text.split())) for pid, text in pieces.get(cid) or [(cid, "")]]
+        holders = {i: _holder(sentences[i], own) for i in keep}
+        order = list(dict.fromkeys(holders[i] for i in keep))
+        shown = frozenset(keep)
+        runs[cid] = [
+            (pid, _joined(sentences, [i for i in keep if holders[i] == pid], shown))
+            for pid in order
+        ]
+    return runs

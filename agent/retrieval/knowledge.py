@@ -11,17 +11,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from agent import prompts
+from agent.db.chunks import ChunkRecord, child_records
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
+from agent.retrieval.citations import citation_id
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
-from agent.retrieval.focus import focus_passages
+from agent.retrieval.focus import focus_by_holder
+from agent.retrieval.reads import Reads
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
 from agent.services import Services
@@ -77,9 +80,14 @@ async def knowledge_search(
     model: BaseChatModel | None = None,
     compress: bool | None = None,
     query_vector: Sequence[float] | None = None,
+    cite_holders: bool = False,
 ) -> KnowledgeSearch:
     """Search, then build the cited context (compressing paragraphs if enabled);
-    ``query_vector``: the question already embedded (see :func:`search`)."""
+    ``query_vector``: the question already embedded (see :func:`search`).
+
+    ``cite_holders`` (a model's prompt, not a result list): a focused passage's sentences go
+    under the sibling chunks that hold them (:func:`~agent.retrieval.focus.focus_by_holder`),
+    so the context may cite more chunks than were found."""
     settings = services.settings
     result = await search(
         services, scope, question, options, model=model, query_vector=query_vector
@@ -95,18 +103,30 @@ async def knowledge_search(
     keep = {cid for conflict in result.conflicts for cid in conflict.ids}
     focused = paragraphs is None and settings.focus_context
     budget = max_chars or settings.max_context_chars
+    chunks = result.chunks
     if focused:  # each passage cut to the sentences the question matches (no model call)
-        window = window_size(settings.parent_context_chars, budget, len(result.chunks))
-        paragraphs = focus_passages(
+        window = window_size(settings.parent_context_chars, budget, len(chunks))
+        siblings = (
+            await _siblings(services, scope, chunks)
+            if cite_holders
+            else {c.citation_id: [c] for c in chunks}
+        )
+        runs = focus_by_holder(
             question,
-            {c.citation_id: surroundings(c, window) for c in result.chunks},
+            {c.citation_id: surroundings(c, window) for c in chunks},
+            {
+                c.citation_id: [(x.citation_id, x.record.text) for x in siblings[c.citation_id]]
+                for c in chunks
+                if c.citation_id not in keep  # a side of a conflict stays itself
+            },
             hits=settings.focus_sentences,
             neighbours=settings.focus_neighbours,
         )
+        chunks, paragraphs = _under_holders(chunks, runs, siblings)
     if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(
-        result.chunks,
+        chunks,
         budget,
         settings.parent_context_chars,
         overlap=settings.sentence_overlap_ratio if settings.dedupe_sentences else 1.0,
@@ -117,6 +137,53 @@ async def knowledge_search(
     result.metrics.context_chars = len(context.text)
     result.metrics.stages_ms["context"] = round((time.perf_counter() - started) * 1000, 2)
     return KnowledgeSearch(question, result, context)
+
+
+async def _siblings(
+    services: Services, scope: SearchScope, chunks: list[RetrievedChunk]
+) -> dict[str, list[RetrievedChunk]]:
+    """Per chunk (by citation id): itself, then the other children of its parent (one read).
+
+    A sibling is cited like the chunk it was found beside: same layer and rank score, no
+    similarity of its own."""
+    parents = list(dict.fromkeys(c.record.parent_id for c in chunks if c.record.parent_id))
+    records: list[ChunkRecord] = []
+    if parents:
+        async with Reads(services.read_pool) as reads:
+            records = await reads.read(lambda conn: child_records(conn, scope, parents))
+    by_parent: dict = {}
+    for record in records:
+        by_parent.setdefault(record.parent_id, []).append(record)
+    return {
+        c.citation_id: [c]
+        + [
+            replace(c, record=r, citation_id=citation_id(r.id), similarity=None, keyword_score=None)
+            for r in by_parent.get(c.record.parent_id, [])
+            if r.id != c.record.id
+        ]
+        for c in chunks
+    }
+
+
+def _under_holders(
+    chunks: list[RetrievedChunk],
+    runs: dict[str, list[tuple[str, str]]],
+    siblings: dict[str, list[RetrievedChunk]],
+) -> tuple[list[RetrievedChunk], dict[str, str]]:
+    """The chunks to cite and their focused paragraphs: each retrieved chunk is replaced by
+    the chunks holding its kept sentences, in rank order (a chunk held twice is shown once,
+    its sentences joined: the context's sentence check drops repeats)."""
+    placed: dict[str, RetrievedChunk] = {}
+    paragraphs: dict[str, str] = {}
+    for chunk in chunks:
+        known = {x.citation_id: x for x in siblings.get(chunk.citation_id, [chunk])}
+        for cid, text in runs.get(chunk.citation_id, [(chunk.citation_id, chunk.record.text)]):
+            if cid in placed:
+                paragraphs[cid] = f"{paragraphs[cid]} {text}"
+                continue
+            placed[cid] = known.get(cid, chunk)
+            paragraphs[cid] = text
+    return list(placed.values()), paragraphs
 
 
 def snippet(text: str, question: str, limit: int = 400) -> str:

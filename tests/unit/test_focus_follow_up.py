@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from agent.chat.follow_up import Exchange, ExchangeLog, can_continue, continue_exchange, scope_key
-from agent.retrieval.focus import GAP, focus_passages
+from agent.retrieval.focus import GAP, focus_by_holder, focus_passages
 
 POOL = (
     "Alice was beginning to get very tired of sitting by her sister on the bank. "
@@ -54,6 +54,40 @@ def test_short_and_unmatched_passages():
     assert unmatched["#chk_b"].startswith("Alice was beginning") and unmatched["#chk_b"].endswith(
         GAP
     )
+
+
+def test_each_kept_sentence_goes_under_the_chunk_that_holds_it():
+    # the window is the parent; its first four sentences are the retrieved child #chk_a,
+    # the watch is in the sibling #chk_s
+    sentences = POOL.split(". ")
+    child, sibling = ". ".join(sentences[:4]) + ".", ". ".join(sentences[4:])
+    question = "What does the Rabbit take out of its waistcoat-pocket?"
+    runs = focus_by_holder(
+        question,
+        {"#chk_a": POOL, "#chk_b": CAT},
+        {"#chk_a": [("#chk_a", child), ("#chk_s", sibling)]},
+        hits=1,
+        neighbours=1,
+    )
+    held = dict(runs["#chk_a"])
+    assert [cid for cid, _ in runs["#chk_a"]] == ["#chk_s"]  # no kept sentence is the child's
+    assert "took a watch out of its waistcoat-pocket" in held["#chk_s"]
+    assert "White Rabbit" in held["#chk_s"] and "daisy-chain" not in held["#chk_s"]
+    # a passage given no pieces stays under its own id, as focus_passages cuts it
+    assert runs["#chk_b"] == [
+        ("#chk_b", focus_passages(question, {"#chk_a": POOL, "#chk_b": CAT}, hits=1)["#chk_b"])
+    ]
+    # kept sentences on both sides of the boundary: two runs, in reading order, and no "…"
+    # between them (nothing is left out there)
+    both = focus_by_holder(
+        "Why did she consider a daisy-chain when the White Rabbit ran by?",
+        {"#chk_a": POOL},
+        {"#chk_a": [("#chk_a", child), ("#chk_s", sibling)]},
+        hits=2,
+        neighbours=0,
+    )["#chk_a"]
+    assert [cid for cid, _ in both] == ["#chk_a", "#chk_s"]
+    assert both[0][1].endswith("worth the trouble.") and both[1][1].startswith("Suddenly")
 
 
 def _payload(cid: str, text: str) -> dict:

@@ -1,0 +1,64 @@
+"""Focused passages cite the chunk that holds each sentence (agent.retrieval.focus), on the
+real Postgres: a passage is cut from a parent window, so its best sentences may lie in a
+sibling of the retrieved child; the citation must open the paragraph that says them."""
+
+from __future__ import annotations
+
+from agent.db.scope import SearchScope
+from agent.ingest.sentences import split_sentences
+from agent.retrieval.focus import GAP
+from agent.retrieval.knowledge import knowledge_search
+from agent.retrieval.search import SearchOptions
+from bench.eval_answers_data import load_dataset
+from tests.support.paths import ROOT
+
+
+def _alice_questions() -> list[str]:
+    items = load_dataset(ROOT / "tests" / "data" / "answers.jsonl")
+    return [
+        i.question
+        for i in items
+        if not i.unanswerable and any("alice" in p.name for p in i.documents)
+    ]
+
+
+async def test_every_focused_sentence_is_cited_to_the_chunk_that_holds_it(services, alice_reader):
+    user, book = alice_reader
+    settings = services.settings
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    questions = _alice_questions()
+    assert len(questions) >= 10
+    siblings = 0
+    for question in questions:
+        found = await knowledge_search(
+            services,
+            scope,
+            question,
+            SearchOptions(k=settings.local_top_k, threshold=settings.threshold_specific),
+            max_chars=settings.local_max_context_chars,
+            cite_holders=True,
+        )
+        retrieved = {c.citation_id for c in found.result.chunks}
+        parents = {c.record.parent_id for c in found.result.chunks}
+        for chunk in found.context.chunks:
+            assert chunk.record.owner_id == user.id
+            own = " ".join(chunk.record.text.split())
+            for sentence in split_sentences(found.context.bodies[chunk.citation_id]):
+                assert sentence.strip(GAP + " ") in own, (question, chunk.citation_id, sentence)
+            if chunk.citation_id not in retrieved:  # a sibling: from a retrieved chunk's parent
+                siblings += 1
+                assert chunk.record.parent_id in parents and chunk.similarity is None
+            assert chunk.citation_id in found.context.text
+    assert siblings  # the questions do reach past their retrieved children
+
+
+async def test_a_result_list_keeps_to_the_chunks_found(services, alice_reader):
+    # the search API and tool answer with what was found (top k), not its siblings
+    user, book = alice_reader
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    found = await knowledge_search(
+        services, scope, "What is the name of Alice's cat?", SearchOptions(k=2)
+    )
+    assert {c.citation_id for c in found.context.chunks} <= {
+        c.citation_id for c in found.result.chunks
+    }
