@@ -172,6 +172,25 @@ def test_a_model_that_cannot_start_fails_with_the_reason_and_stops_retrying(tmp_
         supervisor.stop()
 
 
+def test_a_model_command_that_cannot_be_run_fails_with_the_reason(tmp_path):
+    # Popen itself raises here (no such program): the supervision goes on and reports it
+    supervisor = ModelSupervisor(
+        command=[str(tmp_path / "no-such-llama-server")],
+        port=free_port(),
+        log_path=tmp_path / "model.log",
+        builds=[PORTABLE],
+        ready_timeout=5,
+        start_attempts=2,
+        cooldown=600,
+    )
+    supervisor.start()
+    try:
+        assert not supervisor.wait_ready(30)
+        assert supervisor.state == "failed" and "FileNotFoundError" in supervisor.failure
+    finally:
+        supervisor.stop()
+
+
 # --- the real model --------------------------------------------------------------------------
 
 
