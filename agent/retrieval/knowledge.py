@@ -144,8 +144,8 @@ async def _siblings(
 ) -> dict[str, list[RetrievedChunk]]:
     """Per chunk (by citation id): itself, then the other children of its parent (one read).
 
-    A sibling is cited like the chunk it was found beside: same layer and rank score, no
-    similarity of its own."""
+    A sibling carries the scores of the chunk it was found beside (its layer, rank score and
+    similarity: how it was found, which the turn's confidence reads)."""
     parents = list(dict.fromkeys(c.record.parent_id for c in chunks if c.record.parent_id))
     records: list[ChunkRecord] = []
     if parents:
@@ -157,7 +157,7 @@ async def _siblings(
     return {
         c.citation_id: [c]
         + [
-            replace(c, record=r, citation_id=citation_id(r.id), similarity=None, keyword_score=None)
+            replace(c, record=r, citation_id=citation_id(r.id))
             for r in by_parent.get(c.record.parent_id, [])
             if r.id != c.record.id
         ]
