@@ -23,7 +23,7 @@ from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import citation_id
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
-from agent.retrieval.focus import focus_by_holder
+from agent.retrieval.focus import focus_by_holder, focus_passages
 from agent.retrieval.reads import Reads
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
@@ -106,23 +106,24 @@ async def knowledge_search(
     chunks = result.chunks
     if focused:  # each passage cut to the sentences the question matches (no model call)
         window = window_size(settings.parent_context_chars, budget, len(chunks))
-        siblings = (
-            await _siblings(services, scope, chunks)
-            if cite_holders
-            else {c.citation_id: [c] for c in chunks}
-        )
-        runs = focus_by_holder(
-            question,
-            {c.citation_id: surroundings(c, window) for c in chunks},
-            {
-                c.citation_id: [(x.citation_id, x.record.text) for x in siblings[c.citation_id]]
-                for c in chunks
-                if c.citation_id not in keep  # a side of a conflict stays itself
-            },
-            hits=settings.focus_sentences,
-            neighbours=settings.focus_neighbours,
-        )
-        chunks, paragraphs = _under_holders(chunks, runs, siblings)
+        windows = {c.citation_id: surroundings(c, window) for c in chunks}
+        hits, neighbours = settings.focus_sentences, settings.focus_neighbours
+        if cite_holders:
+            siblings = await _siblings(services, scope, chunks)
+            runs = focus_by_holder(
+                question,
+                windows,
+                {
+                    c.citation_id: [(x.citation_id, x.record.text) for x in siblings[c.citation_id]]
+                    for c in chunks
+                    if c.citation_id not in keep  # a side of a conflict stays itself
+                },
+                hits=hits,
+                neighbours=neighbours,
+            )
+            chunks, paragraphs = _under_holders(chunks, runs, siblings)
+        else:
+            paragraphs = focus_passages(question, windows, hits=hits, neighbours=neighbours)
     if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(
@@ -176,12 +177,12 @@ def _under_holders(
     placed: dict[str, RetrievedChunk] = {}
     paragraphs: dict[str, str] = {}
     for chunk in chunks:
-        known = {x.citation_id: x for x in siblings.get(chunk.citation_id, [chunk])}
-        for cid, text in runs.get(chunk.citation_id, [(chunk.citation_id, chunk.record.text)]):
+        known = {x.citation_id: x for x in siblings[chunk.citation_id]}
+        for cid, text in runs[chunk.citation_id]:
             if cid in placed:
                 paragraphs[cid] = f"{paragraphs[cid]} {text}"
                 continue
-            placed[cid] = known.get(cid, chunk)
+            placed[cid] = known[cid]
             paragraphs[cid] = text
     return list(placed.values()), paragraphs
 
