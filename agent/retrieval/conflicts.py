@@ -250,17 +250,21 @@ def _could_differ(a: _Facts, b: _Facts) -> bool:
     return a.negated != b.negated or not a.values.keys().isdisjoint(b.values)
 
 
-def _sentence_pairs(facts: list[_Facts]) -> dict[tuple[int, int], int]:
-    """Pairs of sentences (indices, in order) sharing at least ``MIN_SHARED`` topic terms,
-    with how many they share; found through the terms, not by comparing every pair."""
+def _sentence_pairs(facts: list[_Facts], documents: list[object]) -> dict[tuple[int, int], int]:
+    """Pairs of sentences (indices, in order) of different documents sharing at least
+    ``MIN_SHARED`` topic terms, with how many they share; found through the terms, not by
+    comparing every pair (``documents``: each sentence's document)."""
     by_term: dict[str, list[int]] = {}
     for i, fact in enumerate(facts):
         for term in fact.topic:
             by_term.setdefault(term, []).append(i)
     shared: dict[tuple[int, int], int] = {}
     for ids in by_term.values():
-        for pair in combinations(ids, 2):
-            shared[pair] = shared.get(pair, 0) + 1
+        if len(ids) < 2 or all(documents[i] == documents[ids[0]] for i in ids):
+            continue  # a term of one document's sentences only pairs nothing
+        for x, y in combinations(ids, 2):
+            if documents[x] != documents[y]:
+                shared[(x, y)] = shared.get((x, y), 0) + 1
     return {pair: n for pair, n in shared.items() if n >= MIN_SHARED}
 
 
@@ -269,6 +273,8 @@ def find_conflicts(passages: Sequence[Passage]) -> list[Conflict]:
     (the better-ranked passage first in each pair), each on the sentences with the widest
     shared topic."""
     unique = list({p.citation_id: p for p in passages}.values())
+    if len({p.document_id for p in unique}) < 2:
+        return []  # passages of one document are never set against each other
     owner: list[int] = []
     facts: list[_Facts] = []
     for i, p in enumerate(unique):
@@ -276,9 +282,10 @@ def find_conflicts(passages: Sequence[Passage]) -> list[Conflict]:
             owner.append(i)
             facts.append(fact)
     best: dict[tuple[int, int], tuple[float, Conflict]] = {}
-    for (x, y), shared in _sentence_pairs(facts).items():
+    documents = [unique[i].document_id for i in owner]
+    for (x, y), shared in _sentence_pairs(facts, documents).items():
         first, second = unique[owner[x]], unique[owner[y]]
-        if first.document_id == second.document_id or not _could_differ(facts[x], facts[y]):
+        if not _could_differ(facts[x], facts[y]):
             continue
         cover, wide = _cover(facts[x], facts[y], shared)
         key = (owner[x], owner[y])
