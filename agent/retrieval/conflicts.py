@@ -250,7 +250,7 @@ def _could_differ(a: _Facts, b: _Facts) -> bool:
     return a.negated != b.negated or not a.values.keys().isdisjoint(b.values)
 
 
-def _sentence_pairs(facts: list[_Facts], documents: list[object]) -> dict[tuple[int, int], int]:
+def _sentence_pairs(facts: list[_Facts], documents: list[str]) -> dict[tuple[int, int], int]:
     """Pairs of sentences (indices, in order) of different documents sharing at least
     ``MIN_SHARED`` topic terms, with how many they share; found through the terms, not by
     comparing every pair (``documents``: each sentence's document)."""
@@ -260,7 +260,7 @@ def _sentence_pairs(facts: list[_Facts], documents: list[object]) -> dict[tuple[
             by_term.setdefault(term, []).append(i)
     shared: dict[tuple[int, int], int] = {}
     for ids in by_term.values():
-        if len(ids) < 2 or all(documents[i] == documents[ids[0]] for i in ids):
+        if all(documents[i] == documents[ids[0]] for i in ids):
             continue  # a term of one document's sentences only pairs nothing
         for x, y in combinations(ids, 2):
             if documents[x] != documents[y]:
