@@ -3,6 +3,17 @@
 Chunk text is runs of consecutive book sentences; each chunk's vector mixes real embedder
 vectors of a pool of book sentences (the module docs of :mod:`bench.retrieval`). One
 user's documents, parents and children are generated here and COPYed in binary.
+
+Two vocabularies (``CorpusSpec.vocabulary``):
+
+* ``books``: every chunk is the two books' text, so every word is common at any size: the
+  worst case for BM25 (a question's words have postings in a fixed share of the library).
+* ``growing``: the library is made of *topics* of ``topic_chunks`` chunks (a long book
+  each). The first topic is the books' text; in every other one, names and the rarer words
+  are spelled as that topic's own words (``rabbit`` -> ``rabbitqb``), while the
+  ``shared_words`` commonest lower-case words stay as they are. The vocabulary then grows
+  with the library, as real libraries' does, and a question's names and rare words have
+  postings in its own book only, while its common words still have them everywhere.
 """
 
 from __future__ import annotations
@@ -10,8 +21,11 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -20,6 +34,7 @@ from agent.ingest.sentences import split_sentences
 from bench.paths import ALICE, PRIDE
 
 BOOKS = [ALICE, PRIDE]
+Vocabulary = Literal["books", "growing"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,12 @@ class CorpusSpec:
     """Book sentences embedded with the real embedder; chunk vectors mix these."""
     user_prefix: str = "bench-retrieval"
     seed: int = 7
+    vocabulary: Vocabulary = "books"
+    """``growing``: names and rarer words spelled per topic (the module docs)."""
+    topic_chunks: int = 2_000
+    """Chunks of one topic (``growing``): about one long book."""
+    shared_words: int = 2_000
+    """The commonest lower-case words every topic shares (``growing``)."""
 
     @classmethod
     def scaled(cls, target_chunks: int, **kw) -> CorpusSpec:
@@ -76,6 +97,44 @@ def book_sentences(paths: list[Path] | None = None) -> list[str]:
                 if len(sentence) >= 20 and re.search(r"[a-z]", sentence):
                     out.append(sentence)
     return out
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+@lru_cache(maxsize=4)
+def shared_vocabulary(sentences: tuple[str, ...], size: int) -> frozenset[str]:
+    """The ``size`` commonest words of ``sentences`` that are mostly written in lower case
+    (so not names): the words every topic of a ``growing`` corpus shares."""
+    lower, other = Counter(), Counter()
+    for sentence in sentences:
+        for word in _WORD.findall(sentence):
+            (lower if word.islower() else other)[word.lower()] += 1
+    common = [w for w, n in lower.most_common() if n > other[w]]
+    return frozenset(common[:size])
+
+
+def topic_suffix(topic: int) -> str:
+    """Letters that make a word topic ``topic``'s own (``""`` for the first topic).
+
+    Starts with ``q`` and is at least two letters, so a spelled word is no English word."""
+    if topic <= 0:
+        return ""
+    letters = ""
+    while topic:
+        topic, digit = divmod(topic, 26)
+        letters = "abcdefghijklmnopqrstuvwxyz"[digit] + letters
+    return "q" + letters
+
+
+def in_topic(text: str, topic: int, shared: frozenset[str]) -> str:
+    """``text`` with every word outside ``shared`` spelled as topic ``topic``'s own."""
+    suffix = topic_suffix(topic)
+    if not suffix:
+        return text
+    return _WORD.sub(
+        lambda m: m.group(0) if m.group(0).lower() in shared else m.group(0) + suffix, text
+    )
 
 
 def _chunk_texts(
@@ -172,11 +231,17 @@ def user_rows(
     docs: list[tuple] = []
     parents: list[tuple] = []
     children: list[tuple] = []
+    shared = None
+    if spec.vocabulary == "growing":
+        shared = shared_vocabulary(tuple(pool.sentences), spec.shared_words)
     for d in range(first_document, first_document + (n_chunks + per_doc - 1) // per_doc):
         doc_id = uuid.uuid4()
         count = min(per_doc, n_chunks - (d - first_document) * per_doc)
         starts = np.sort(rng.integers(0, len(pool.sentences) - 40, count))
         texts, _ = _chunk_texts(pool.sentences, starts, rng.integers(400, 700, count))
+        if shared is not None:
+            topic = d * per_doc // spec.topic_chunks
+            texts = [in_topic(t, topic, shared) for t in texts]
         vectors = _chunk_vectors(rng, pool.vectors, pool.at, starts)
         chars = _group_into_parents(spec, doc_id, texts, vectors, parents, children)
         docs.append(

@@ -13,13 +13,20 @@ from bench.common import QUICK_SUFFIX, database_settings
 BENCH_DATABASE = "quire_bench"
 SCALE_DATABASE = "quire_bench_scale"
 """``quire bench retrieval --sizes``: one library per size (:mod:`bench.retrieval_scaling`)."""
+GROWING_SCALE_DATABASE = "quire_bench_scale_growing"
+"""The same with ``--vocabulary growing`` (:mod:`bench.retrieval_corpus`)."""
 HNSW_INDEX = "child_chunks_embedding_hnsw"
 """The HNSW index over the chunk vectors (dropped for the load in the benchmark database)."""
 
 
 def is_bench_database(name: str | None) -> bool:
     """Whether ``name`` is one of this benchmark's databases (full or ``--quick``)."""
-    return name in (BENCH_DATABASE, BENCH_DATABASE + QUICK_SUFFIX, SCALE_DATABASE)
+    return name in (
+        BENCH_DATABASE,
+        BENCH_DATABASE + QUICK_SUFFIX,
+        SCALE_DATABASE,
+        GROWING_SCALE_DATABASE,
+    )
 
 
 def drop_bench_database(settings: Settings) -> None:

@@ -8,7 +8,8 @@ grow 10k -> 110k -> 1.11M vectors. Rows and vectors are made as in :mod:`bench.r
 (book sentences; vectors mixed from real MiniLM vectors of a pool of sentences, so 1M
 chunks need no 3-hour embedding). Then each library is timed by :func:`bench_retrieval` on
 the same questions, and the in-memory BM25 copy of each is loaded in a fresh index cache so
-its load time and memory are its own.
+its load time and memory are its own. ``--vocabulary growing`` builds libraries whose
+vocabulary grows with them (their own database, :mod:`bench.retrieval_corpus`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ from agent.services import Services
 from bench.progress import Log, quiet
 from bench.retrieval import RetrievalFigures, bench_retrieval
 from bench.retrieval_build import BuildFigures, ensure_corpus
-from bench.retrieval_corpus import CorpusSpec
-from bench.retrieval_database import HNSW_INDEX, SCALE_DATABASE, open_bench_services
+from bench.retrieval_corpus import CorpusSpec, Vocabulary
+from bench.retrieval_database import (
+    GROWING_SCALE_DATABASE,
+    HNSW_INDEX,
+    SCALE_DATABASE,
+    open_bench_services,
+)
 
 HYBRID_P95_MAX_MS = 30.0
 """Goal: hybrid p95 at the largest size, query embedding included."""
@@ -61,7 +67,13 @@ def size_label(size: int) -> str:
     return str(size)
 
 
-def size_spec(size: int, prefix: str = "bench-scale", pool_size: int = 2_000) -> CorpusSpec:
+def size_spec(
+    size: int,
+    prefix: str = "bench-scale",
+    pool_size: int = 2_000,
+    vocabulary: Vocabulary = "books",
+    topic_chunks: int = CorpusSpec.topic_chunks,
+) -> CorpusSpec:
     """One user owning ``size`` child chunks (the other sizes' users are the crowd)."""
     return CorpusSpec(
         target_chunks=size,
@@ -69,7 +81,14 @@ def size_spec(size: int, prefix: str = "bench-scale", pool_size: int = 2_000) ->
         users=1,
         pool_size=pool_size,
         user_prefix=f"{prefix}-{size_label(size)}",
+        vocabulary=vocabulary,
+        topic_chunks=topic_chunks,
     )
+
+
+def scale_database(vocabulary: Vocabulary) -> str:
+    """The database of ``--sizes`` libraries of this vocabulary."""
+    return GROWING_SCALE_DATABASE if vocabulary == "growing" else SCALE_DATABASE
 
 
 @dataclass
@@ -175,9 +194,11 @@ async def bench_sizes(
     prefix: str = "bench-scale",
     pool_size: int = 2_000,
     warmup: int = 20,
+    vocabulary: Vocabulary = "books",
+    topic_chunks: int = CorpusSpec.topic_chunks,
 ) -> ScalingFigures:
     """Build every size, then time each library on the same questions."""
-    specs = [size_spec(size, prefix, pool_size) for size in sizes]
+    specs = [size_spec(size, prefix, pool_size, vocabulary, topic_chunks) for size in sizes]
     built = await build_sizes(services, specs, rebuild, rebuild_index, log)
     points = []
     for spec, (build, vectors, index_mb) in zip(specs, built, strict=True):
@@ -211,12 +232,23 @@ async def bench_sizes(
             "one database holds every size's library at once, each owned by its own user",
             "chunk text: runs of book sentences; vectors: normalized mixes of real MiniLM "
             "vectors of 2,000 book sentences (anchor + 0.4 x another + noise)",
+            _vocabulary_note(specs[0] if specs else CorpusSpec()),
             "HNSW rebuilt after each size is loaded, over every vector then in the database",
             "single client, queries one after another, warm caches (pg_prewarm)",
         ],
     )
     result.goals = scaling_goals(result)
     return result
+
+
+def _vocabulary_note(spec: CorpusSpec) -> str:
+    if spec.vocabulary == "growing":
+        return (
+            f"vocabulary growing: topics of {spec.topic_chunks:,} chunks; names and rarer "
+            f"words spelled per topic, the {spec.shared_words:,} commonest lower-case words "
+            "shared (the first topic is the books' own text)"
+        )
+    return "vocabulary of the two books at every size (every word common: BM25's worst case)"
 
 
 def scaling_goals(figures: ScalingFigures) -> dict[str, dict]:
@@ -272,14 +304,15 @@ async def run_scaling_bench(
     queries: int = 200,
     rebuild: bool = False,
     log: Log = quiet,
-    database: str = SCALE_DATABASE,
+    vocabulary: Vocabulary = "books",
 ) -> tuple[ScalingFigures, Path]:
-    """``quire bench retrieval --sizes``: the benchmark in its own database; figures and the
-    data folder."""
-    services = await open_bench_services(rebuild, database=database)
+    """``quire bench retrieval --sizes``: the benchmark in its own database (one per
+    vocabulary); figures and the data folder."""
+    services = await open_bench_services(rebuild, database=scale_database(vocabulary))
     try:
-        return await bench_sizes(services, sizes, queries, rebuild=False, log=log), (
-            services.settings.data_dir
+        figures = await bench_sizes(
+            services, sizes, queries, rebuild=False, log=log, vocabulary=vocabulary
         )
+        return figures, services.settings.data_dir
     finally:
         await services.close()

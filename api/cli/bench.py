@@ -145,6 +145,14 @@ def bench_retrieval_command(
             "BM25 copy load and memory, HNSW build and size, and a PNG of p95 against size."
         ),
     ] = None,
+    vocabulary: Annotated[
+        str,
+        typer.Option(
+            help="--sizes corpus text: 'books' (every word common at any size: BM25's worst "
+            "case) or 'growing' (books of 2,000 chunks with their own names and rare words; "
+            "its own database)."
+        ),
+    ] = "books",
 ) -> None:
     """p50/p95 ms of embedding, dense, BM25, hybrid and raw pgvector top-k (database quire_bench)."""
     from bench.common import machine, write_results
@@ -157,7 +165,9 @@ def bench_retrieval_command(
             parsed = parse_sizes(sizes)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--sizes") from None
-        _bench_retrieval_sizes(parsed, queries, rebuild)
+        if vocabulary not in ("books", "growing"):
+            raise typer.BadParameter("use 'books' or 'growing'", param_hint="--vocabulary")
+        _bench_retrieval_sizes(parsed, queries, rebuild, vocabulary)
         return
 
     figures, data_dir = run_or_exit(run_retrieval_bench(queries, chunks, rebuild, log=log_dim))
@@ -201,12 +211,16 @@ def bench_retrieval_command(
     out.print(f"written: {write_results('retrieval', asdict(figures), data_dir / 'bench')}")
 
 
-def _bench_retrieval_sizes(sizes: list[int], queries: int, rebuild: bool) -> None:
-    """``quire bench retrieval --sizes``: one table row per size, the goals, JSON and PNG."""
+def _bench_retrieval_sizes(sizes: list[int], queries: int, rebuild: bool, vocabulary: str) -> None:
+    """``quire bench retrieval --sizes``: one table row per size, the goals, JSON and PNG
+    (``retrieval_sizes`` or ``retrieval_sizes_growing``)."""
     from bench.common import machine, write_results
     from bench.retrieval_scaling import draw_scaling_chart, run_scaling_bench, size_label
 
-    figures, data_dir = run_or_exit(run_scaling_bench(sizes, queries, rebuild, log=log_dim))
+    figures, data_dir = run_or_exit(
+        run_scaling_bench(sizes, queries, rebuild, log=log_dim, vocabulary=vocabulary)
+    )
+    stem = "retrieval_sizes" if vocabulary == "books" else f"retrieval_sizes_{vocabulary}"
     labels = [size_label(p.chunks) for p in figures.points]
     table = Table("p50 / p95 ms", *labels)
     for op in ("hybrid", "hybrid_search", "dense", "keyword", "keyword_sql", "raw", "embed"):
@@ -255,8 +269,8 @@ def _bench_retrieval_sizes(sizes: list[int], queries: int, rebuild: bool) -> Non
         )
     out.print(f"vectors in the database: {figures.vectors_in_database:,}; machine: {machine()}")
     folder = data_dir / "bench"
-    out.print(f"written: {write_results('retrieval_sizes', asdict(figures), folder)}")
-    out.print(f"chart: {draw_scaling_chart(figures, folder / 'retrieval_sizes.png')}")
+    out.print(f"written: {write_results(stem, asdict(figures), folder)}")
+    out.print(f"chart: {draw_scaling_chart(figures, folder / f'{stem}.png')}")
 
 
 bench_app.command("answers")(bench_answers_command)

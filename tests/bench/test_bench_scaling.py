@@ -116,3 +116,68 @@ async def test_a_bulk_load_builds_the_keyword_indexes_it_dropped_as_they_were(se
         after = (await conn.execute(listing, {"t": list(_KEYWORD_TABLES)})).all()
         await tx.rollback()
     assert after == before and sum(row.contype == "p" for row in before) == 2
+
+
+def test_a_growing_vocabulary_spells_names_and_rare_words_per_topic():
+    from bench.retrieval_corpus import book_sentences, in_topic, shared_vocabulary, topic_suffix
+
+    sentences = tuple(book_sentences())
+    shared = shared_vocabulary(sentences, 2_000)
+    assert len(shared) == 2_000
+    # common lower-case words are shared; names are not, however often they occur
+    assert {"little", "time", "house"} <= shared
+    assert not {"alice", "darcy", "elizabeth", "rabbit"} & shared
+    suffixes = [topic_suffix(t) for t in range(2_000)]
+    assert suffixes[0] == "" and len(set(suffixes)) == 2_000
+    line = "Alice looked at the little Rabbit, and Darcy smiled."
+    assert in_topic(line, 0, shared) == line
+    spelled = in_topic(line, 27, shared)
+    assert spelled.split()[0] == "Alice" + topic_suffix(27)
+    assert " little " in spelled and spelled.endswith(".")  # shared words and punctuation kept
+    assert in_topic(line, 28, shared) != spelled
+
+
+async def test_a_growing_library_has_more_words_than_a_books_one(services):
+    """Same size, same seed: the growing library's vocabulary is larger, and the first
+    topic's names are found in it while later topics spell them otherwise."""
+    from sqlalchemy import text
+
+    from bench.retrieval_build import drop_corpus
+
+    prefix = f"vocabtest-{uuid.uuid4().hex[:6]}"
+    specs = {
+        v: size_spec(600, f"{prefix}-{v}", pool_size=60, vocabulary=v, topic_chunks=200)
+        for v in ("books", "growing")
+    }
+    words = {}
+    try:
+        figures = {}
+        for vocabulary, spec in specs.items():
+            figures[vocabulary] = await bench_sizes(
+                services,
+                [600],
+                queries=2,
+                rebuild_index=False,
+                prefix=f"{prefix}-{vocabulary}",
+                pool_size=60,
+                warmup=0,
+                vocabulary=vocabulary,
+                topic_chunks=200,
+            )
+            async with services.engine.connect() as conn:
+                words[vocabulary] = (
+                    await conn.execute(
+                        text(
+                            "SELECT count(DISTINCT w) FROM child_chunks c "
+                            "JOIN documents d ON d.id = c.document_id JOIN users u "
+                            "ON u.id = d.user_id, regexp_split_to_table(lower(c.text), "
+                            "'[^a-z]+') w WHERE u.name = :n"
+                        ),
+                        {"n": spec.user_names()[0]},
+                    )
+                ).scalar()
+        assert words["growing"] > 1.2 * words["books"]  # two of its three topics respelled
+        assert "vocabulary growing" in " ".join(figures["growing"].notes)
+    finally:
+        for spec in specs.values():
+            await drop_corpus(services, spec)
