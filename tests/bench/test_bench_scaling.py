@@ -138,8 +138,8 @@ def test_a_growing_vocabulary_spells_names_and_rare_words_per_topic():
 
 
 async def test_a_growing_library_has_more_words_than_a_books_one(services):
-    """Same size, same seed: the growing library's vocabulary is larger, and the first
-    topic's names are found in it while later topics spell them otherwise."""
+    """Same size, same seed, stored in Postgres: the growing library has more distinct
+    words (the respelling itself is the test above), and its figures say how it was made."""
     from sqlalchemy import text
 
     from bench.retrieval_build import drop_corpus
