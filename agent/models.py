@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 
 from agent.config import Settings
 from agent.text import content_terms
+
+log = logging.getLogger(__name__)
 
 # Known output sizes of hosted embedding models (others are measured once with a probe).
 _EMBEDDING_DIMS = {
@@ -132,15 +135,22 @@ async def achat_model(spec: str, settings: Settings, temperature: float) -> Base
     return await asyncio.to_thread(chat_model, spec, settings, temperature)
 
 
-def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
-    """The embedder named by ``spec`` with its recorded name and dimension (cached)."""
+def embedding_model(spec: str, settings: Settings, stored: str | None = None) -> EmbeddingModel:
+    """The embedder named by ``spec`` with its recorded name and dimension (cached).
+
+    ``stored`` is the model a store's vectors come from, if it has any: a library embedded
+    with the packaged MiniLM file before it was requantised keeps that file for ``local``.
+    """
+    if spec == "local":
+        from agent.local_models import PACKAGED_EMBEDDING_LABEL
+
+        packaged = stored == PACKAGED_EMBEDDING_LABEL
+        return _cached(
+            ("embedding", spec, packaged, settings.model_cache_dir, settings.embed_max_tokens),
+            lambda: _local_embedding_model(settings, packaged),
+        )
 
     def build() -> EmbeddingModel:
-        if spec == "local":
-            from agent.local_models import LocalMiniLMEmbeddings
-
-            emb = LocalMiniLMEmbeddings(max_tokens=settings.embed_max_tokens)
-            return EmbeddingModel(emb, emb.name, emb.dimension)
         provider, _, name = spec.partition(":")
         if provider != "openai" or not name:
             raise ValueError(
@@ -153,6 +163,32 @@ def embedding_model(spec: str, settings: Settings) -> EmbeddingModel:
         return EmbeddingModel(emb, spec, dim)
 
     return _cached(("embedding", spec), build)
+
+
+def _local_embedding_model(settings: Settings, packaged: bool) -> EmbeddingModel:
+    from agent.local_models import (
+        PACKAGED_EMBEDDING_LABEL,
+        LocalMiniLMEmbeddings,
+        ensure_embedding_model_file,
+        packaged_embedding_model_file,
+    )
+
+    if packaged:
+        log.info(
+            "this library's vectors come from the packaged MiniLM file; it keeps embedding with "
+            "it (a new library uses the requantised one, ~2x faster)"
+        )
+        emb = LocalMiniLMEmbeddings(
+            packaged_embedding_model_file(),
+            name=PACKAGED_EMBEDDING_LABEL,
+            max_tokens=settings.embed_max_tokens,
+        )
+    else:
+        emb = LocalMiniLMEmbeddings(
+            ensure_embedding_model_file(settings.model_cache_dir),
+            max_tokens=settings.embed_max_tokens,
+        )
+    return EmbeddingModel(emb, emb.name, emb.dimension)
 
 
 # --- an LLM-free answerer -------------------------------------------------------------------

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agent.config import Settings, get_settings
-from agent.db.engine import create_engine, ensure_embedding_store, migrate, session_options
+from agent.db.engine import (
+    create_engine,
+    ensure_embedding_store,
+    migrate,
+    session_options,
+    stored_embedding_model,
+)
 from agent.db.read_pool import ReadPool
 from agent.db.server import DatabaseUrls, resolve_database
 from agent.models import EmbeddingModel, embedding_model
@@ -57,7 +63,8 @@ async def open_services(settings: Settings | None = None) -> Services:
     engine = create_engine(urls, settings)
     try:
         await migrate(urls)
-        emb = await asyncio.to_thread(embedding_model, settings.embedding_model, settings)
+        stored = await stored_embedding_model(engine)
+        emb = await asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored)
         await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
     except BaseException:
         await engine.dispose()

@@ -66,6 +66,12 @@ async def _index_exists(conn: AsyncConnection, name: str) -> bool:
     return bool(found.scalar())
 
 
+async def stored_embedding_model(engine: AsyncEngine) -> str | None:
+    """The embedding model the store's vectors come from; None before the first is bound."""
+    async with engine.connect() as conn:
+        return (await conn.execute(text("SELECT model FROM embedding_store WHERE id = 1"))).scalar()
+
+
 async def ensure_embedding_store(
     engine: AsyncEngine, model: str, dimension: int, settings: Settings
 ) -> None:

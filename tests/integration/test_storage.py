@@ -225,6 +225,57 @@ async def test_embedding_store_refuses_another_dimension(services):
     )
 
 
+async def test_a_library_of_packaged_model_vectors_keeps_the_packaged_model(services):
+    """New stores bind the requantised MiniLM; a store whose vectors came from the packaged
+    file (libraries embedded before it) keeps embedding questions and passages with that
+    file, so they land in the space of its vectors, instead of being refused."""
+    import numpy as np
+    import psycopg
+    from psycopg import sql
+
+    from agent.db.server import server_url, with_database
+    from agent.local_models import (
+        EMBEDDING_LABEL,
+        PACKAGED_EMBEDDING_LABEL,
+        LocalMiniLMEmbeddings,
+        packaged_embedding_model_file,
+    )
+    from agent.services import open_services
+
+    if services.settings.database_url:
+        pytest.skip("needs the embedded server to make a second database")
+    name = f"{services.settings.database_name}_packaged"
+    older = services.settings.model_copy(update={"database_name": name})
+    try:
+        svc = await open_services(older)
+        try:
+            assert svc.embeddings.name == EMBEDDING_LABEL
+            async with svc.engine.begin() as conn:  # as a store embedded before it was
+                await conn.execute(
+                    text("UPDATE embedding_store SET model = :m"), {"m": PACKAGED_EMBEDDING_LABEL}
+                )
+        finally:
+            await svc.close()
+        svc = await open_services(older)
+        try:
+            assert svc.embeddings.name == PACKAGED_EMBEDDING_LABEL
+            question = "Who rented Netherfield Park?"
+            packaged = LocalMiniLMEmbeddings(packaged_embedding_model_file())
+            assert np.allclose(
+                svc.embeddings.embedder.embed_query(question),
+                packaged.embed_query(question),
+                atol=1e-6,
+            )
+        finally:
+            await svc.close()
+    finally:
+        admin = with_database(server_url(services.settings), "postgres").libpq
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
 async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path, monkeypatch):
     user = await new_user("crash")
     path = tmp_path / "doc.txt"

@@ -56,12 +56,49 @@ def test_local_bulk_embeddings_equal_single_ones_in_order():
     vector must be the one a single call gives, in the order asked."""
     import numpy as np
 
-    from agent.local_models import LocalMiniLMEmbeddings
+    from agent.local_models import LocalMiniLMEmbeddings, ensure_embedding_model_file
 
-    emb = LocalMiniLMEmbeddings(threads=2)
+    emb = LocalMiniLMEmbeddings(ensure_embedding_model_file(Settings().model_cache_dir), threads=2)
     texts = [f"Note {i}: the {w} crossed the harbour." for i, w in enumerate("abcdefg")]
     bulk = np.array(emb.embed_documents(texts))
     single = np.array([emb.embed_query(t) for t in texts])
     assert bulk.shape == (7, 384)
     assert np.allclose(bulk, single, atol=1e-5)
     assert not np.allclose(bulk[0], bulk[1])
+
+
+def test_requantised_embedder_is_built_once_the_same_and_stays_in_the_packaged_space(tmp_path):
+    """The int8-arithmetic model is built from the packaged file byte for byte the same each
+    time, and its vectors are the packaged model's up to quantisation: the same passage
+    stays near its packaged vector and nearer to it than to any other passage's."""
+    import numpy as np
+
+    from agent.local_models import (
+        EMBEDDING_LABEL,
+        PACKAGED_EMBEDDING_LABEL,
+        LocalMiniLMEmbeddings,
+        ensure_embedding_model_file,
+        packaged_embedding_model_file,
+    )
+
+    first = ensure_embedding_model_file(tmp_path / "a")
+    second = ensure_embedding_model_file(tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes() != packaged_embedding_model_file().read_bytes()
+    assert ensure_embedding_model_file(tmp_path / "a") == first  # built once, then reused
+    assert sorted(p.name for p in (tmp_path / "a").iterdir() if not p.name.startswith(".")) == [
+        first.name
+    ]
+
+    texts = [
+        "Mr. Bingley rented Netherfield Park and came down with his sisters.",
+        "The Mock Turtle sang a song about turtle soup, very slowly and sadly.",
+        "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+        "Interest rates rose twice in the spring, and bond prices fell.",
+    ]
+    fast = LocalMiniLMEmbeddings(first)
+    packaged = LocalMiniLMEmbeddings(packaged_embedding_model_file(), PACKAGED_EMBEDDING_LABEL)
+    assert (fast.name, packaged.name) == (EMBEDDING_LABEL, PACKAGED_EMBEDDING_LABEL)
+    similarity = np.array(fast.embed_documents(texts)) @ np.array(packaged.embed_documents(texts)).T
+    assert similarity.diagonal().min() > 0.97
+    assert (similarity.argmax(axis=1) == np.arange(len(texts))).all()
