@@ -20,7 +20,7 @@ The corpus, by default (document it with the figures):
   ~0.3. Nearby text gets nearby vectors and the space keeps MiniLM's cluster structure.
 * Rows go in with binary ``COPY`` (psycopg); BM25 statistics (``keyword_terms``,
   ``documents.keyword_chunks/keyword_tokens``) are then computed set-based, with exactly the
-  SQL of ``_refresh_keyword_stats`` applied to all documents at once. In the benchmark
+  SQL ingestion runs per document, applied to all documents at once. In the benchmark
   database the HNSW index is dropped for the load and rebuilt afterwards by the real
   :func:`ensure_embedding_store` (timed), which is far faster than ~190k graph inserts.
 

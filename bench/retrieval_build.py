@@ -2,7 +2,7 @@
 
 :func:`build_corpus` embeds the sentence pool with the real embedder, COPYs every user's
 rows (:mod:`bench.retrieval_corpus`), computes the BM25 statistics set-based (exactly the
-SQL of ``_refresh_keyword_stats``, for all documents at once), rebuilds the HNSW index with
+SQL ingestion runs per document, for all documents at once), rebuilds the HNSW index with
 the real :func:`ensure_embedding_store` when it was dropped for the load, and stores its
 figures on the target user's first document so that :func:`ensure_corpus` can reuse it.
 """
@@ -208,7 +208,7 @@ async def _build_indexes(conn, indexes: list[tuple[str, str, str | None]]) -> No
 async def _keyword_stats(
     services: Services, user_ids: list[uuid.UUID], defer_indexes: bool = False
 ) -> None:
-    """``_refresh_keyword_stats`` for every corpus document at once. ``defer_indexes``: the
+    """Ingestion's BM25 statistics (postings, term counts) for every corpus document at once. ``defer_indexes``: the
     keyword tables' indexes are dropped for the insert and built after it, one sort each
     instead of one B-tree insertion per posting (benchmark database only)."""
     async with services.engine.begin() as conn:

@@ -216,7 +216,9 @@ async def insert_document_row(
 async def insert_children(
     conn: AsyncConnection, document_id: uuid.UUID, children: Sequence[NewChildChunk]
 ) -> None:
-    """Write some of a document's embedded children (after its row and parents)."""
+    """Write some of a document's embedded children (after its row and parents) with their
+    BM25 postings. Ingestion writes them batch by batch while the embedder works on the
+    next batch, so only the document's term counts are left for :func:`finish_document`."""
     if children:
         await conn.execute(
             text(
@@ -243,11 +245,26 @@ async def insert_children(
                 for c in children
             ],
         )
+        await conn.execute(
+            text(KEYWORD_POSTINGS_INSERT.format(where="d.id = :d AND c.id = ANY(:ids)")),
+            {"d": document_id, "ids": [c.id for c in children]},
+        )
 
 
 async def finish_document(conn: AsyncConnection, document_id: uuid.UUID) -> None:
-    """Compute a document's BM25 statistics once all its children are written."""
-    await _refresh_keyword_stats(conn, document_id)
+    """Count a new document's terms for BM25 (per document and in its owner's totals) once
+    all its children, with their postings, are written."""
+    params = {"d": document_id}
+    await conn.execute(text(KEYWORD_TERMS_INSERT.format(where="d.id = :d")), params)
+    await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where="d.id = :d")), params)
+    await conn.execute(
+        text(
+            "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
+            "updated_at = now() FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens "
+            "FROM child_chunks WHERE document_id = :d) s WHERE d.id = :d"
+        ),
+        params,
+    )
 
 
 # BM25's term-frequency factor at a reference chunk length of 60 tokens (k1=1.2, b=0.75).
@@ -302,24 +319,6 @@ async def _take_back_owner_terms(conn: AsyncConnection, document_id: uuid.UUID) 
             "DELETE FROM keyword_owner_terms o USING keyword_terms t, documents d "
             "WHERE t.document_id = :d AND d.id = :d AND o.user_id = d.user_id "
             "AND o.term = t.term AND o.df <= 0"
-        ),
-        {"d": document_id},
-    )
-
-
-async def _refresh_keyword_stats(conn: AsyncConnection, document_id: uuid.UUID) -> None:
-    """Recompute the document's BM25 statistics from its child chunks' tsvectors."""
-    await _take_back_owner_terms(conn, document_id)
-    await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": document_id})
-    await conn.execute(
-        text("DELETE FROM keyword_postings WHERE document_id = :d"), {"d": document_id}
-    )
-    await insert_keyword_stats(conn, "d.id = :d", {"d": document_id})
-    await conn.execute(
-        text(
-            "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
-            "updated_at = now() FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens "
-            "FROM child_chunks WHERE document_id = :d) s WHERE d.id = :d"
         ),
         {"d": document_id},
     )

@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 
 async def test_bench_retrieval_small_corpus(services):
-    from agent.db.documents import _refresh_keyword_stats
+    from agent.db.documents import _take_back_owner_terms, finish_document
     from bench.retrieval import (
         OPERATIONS,
         CorpusSpec,
@@ -81,13 +81,15 @@ async def test_bench_retrieval_small_corpus(services):
             ).all()
         assert sorted(r.chunks for r in rows) == [200] * 9 + [2000]
 
-        # the set-based BM25 statistics equal _refresh_keyword_stats, document by document
+        # the set-based BM25 statistics equal ingestion's, document by document (recounted
+        # in a transaction that is rolled back)
         stats_sql = text(
             "SELECT d.keyword_chunks, d.keyword_tokens, "
             "(SELECT array_agg(t.term || ':' || t.df ORDER BY t.term) FROM keyword_terms t "
             "WHERE t.document_id = d.id) AS terms FROM documents d WHERE d.id = :d"
         )
-        async with services.engine.begin() as conn:
+        async with services.engine.connect() as conn:
+            recount = await conn.begin()
             doc = (
                 await conn.execute(
                     text(
@@ -98,8 +100,15 @@ async def test_bench_retrieval_small_corpus(services):
                 )
             ).scalar()
             before = (await conn.execute(stats_sql, {"d": doc})).one()
-            await _refresh_keyword_stats(conn, doc)
+            await _take_back_owner_terms(conn, doc)
+            await conn.execute(text("DELETE FROM keyword_terms WHERE document_id = :d"), {"d": doc})
+            await conn.execute(
+                text("UPDATE documents SET keyword_chunks = 0, keyword_tokens = 0 WHERE id = :d"),
+                {"d": doc},
+            )
+            await finish_document(conn, doc)
             after = (await conn.execute(stats_sql, {"d": doc})).one()
+            await recount.rollback()
         assert before.keyword_chunks == 100 and before == after
 
         again = await ensure_corpus(services, spec)

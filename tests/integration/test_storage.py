@@ -276,6 +276,53 @@ async def test_a_library_of_packaged_model_vectors_keeps_the_packaged_model(serv
             )
 
 
+async def test_postings_written_batch_by_batch_are_every_chunk_term(
+    services, new_user, tmp_path, monkeypatch
+):
+    """Ingestion writes each batch's BM25 postings beside the next batch's embedding: the
+    document ends with one posting per distinct term of every chunk, as a recount from the
+    stored tsvectors gives, and per-document term counts that agree with them."""
+    user = await new_user("batched-postings")
+    path = tmp_path / "rivers.txt"
+    path.write_text(
+        "\n\n".join(
+            f"The river number {i} floods the valley of Ardent{i % 7} every spring. "
+            f"Fishermen count {i * 3} herons along its banks."
+            for i in range(60)
+        )
+    )
+    monkeypatch.setattr(services.settings, "embed_batch_size", 4)
+    result = await ingest_file(services, user.id, path)
+    assert result.chunks > 8  # several batches
+    recount = (
+        "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf "
+        "FROM child_chunks c, unnest(c.tsv) u WHERE c.document_id = :d"
+    )
+    async with services.engine.connect() as conn:
+        stored = set(
+            (
+                await conn.execute(
+                    text("SELECT chunk_id, term, tf FROM keyword_postings WHERE document_id = :d"),
+                    {"d": result.document_id},
+                )
+            ).all()
+        )
+        expected = set((await conn.execute(text(recount), {"d": result.document_id})).all())
+        terms = dict(
+            (
+                await conn.execute(
+                    text("SELECT term, df FROM keyword_terms WHERE document_id = :d"),
+                    {"d": result.document_id},
+                )
+            ).all()
+        )
+    assert stored and stored == expected
+    chunks_per_term: dict[str, int] = {}
+    for _, term, _ in stored:
+        chunks_per_term[term] = chunks_per_term.get(term, 0) + 1
+    assert terms == chunks_per_term
+
+
 async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path, monkeypatch):
     user = await new_user("crash")
     path = tmp_path / "doc.txt"
@@ -284,7 +331,7 @@ async def test_failed_ingest_leaves_nothing_behind(services, new_user, tmp_path,
     async def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("agent.db.documents._refresh_keyword_stats", boom)
+    monkeypatch.setattr("agent.db.documents.finish_document", boom)
     with pytest.raises(RuntimeError):
         await ingest_file(services, user.id, path)
     assert (
