@@ -96,7 +96,9 @@ class Settings(BaseSettings):
         description="Time limit of one chat turn up to its answer (routing, retrieval, model "
         "calls; saving is not cut short): over it the API answers 504 model_timeout.",
     )
-    embed_batch_size: int = 128  # P&P on 2 cores: 32 a call 57.6 s, 128 52.1 s, 256 53.6 s
+    # P&P on 2 cores: 32 a call 57.6 s, 128 52.1 s, 256 53.6 s (packaged embedder, EPYC);
+    # requantised embedder (Xeon): 64 15.6 s, 128 15.2-16.3 s, 256 15.3 s
+    embed_batch_size: int = 128
     embed_max_tokens: int = 256
 
     # --- web search (SerpAPI) ----------------------------------------------------------

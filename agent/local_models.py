@@ -145,14 +145,18 @@ def ensure_embedding_model_file(cache_dir: Path) -> Path:
 
 
 class LocalMiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, 384 dimensions, cosine-ready.
+    """all-MiniLM-L6-v2 (ONNX) sentence embeddings, 384 dimensions, cosine-ready.
 
-    Every session is single-threaded. A query runs on one: a second intra-op thread did not
-    make a 14-token question faster (7.3 ms both ways, measured on 2 cores) and took the core
-    the search's BM25 scoring runs on meanwhile. Passages in bulk run on one session per
-    thread, side by side: on 2 cores, 38 passages/s against 25 for one two-threaded session
-    (Pride and Prejudice's chunks, ~146 tokens each), since a small model's operators leave
-    a second intra-op thread idle much of the time.
+    ``model`` is the requantised file (:func:`ensure_embedding_model_file`) or, for a library
+    embedded with it, the packaged one; ``name`` is recorded beside the vectors.
+
+    Every session is single-threaded. A query runs on one: a second intra-op thread does not
+    make a 14-token question faster (1.6 ms both ways on 2 cores; 7.3 ms with the packaged
+    file) and takes the core the search's BM25 scoring runs on meanwhile. Passages in bulk
+    run on one session per thread, side by side: on 2 cores, 106 passages/s against 72 for one
+    two-threaded session (Pride and Prejudice's chunks, ~146 tokens each; 38 against 25 with
+    the packaged file), since a small model's operators leave a second intra-op thread idle
+    much of the time.
     """
 
     dimension = EMBEDDING_DIM
