@@ -178,16 +178,24 @@ def _local_embedding_model(settings: Settings, packaged: bool) -> EmbeddingModel
             "this library's vectors come from the packaged MiniLM file; it keeps embedding with "
             "it (a new library uses the requantised one, ~2x faster)"
         )
-        emb = LocalMiniLMEmbeddings(
-            packaged_embedding_model_file(),
-            name=PACKAGED_EMBEDDING_LABEL,
-            max_tokens=settings.embed_max_tokens,
-        )
     else:
-        emb = LocalMiniLMEmbeddings(
-            ensure_embedding_model_file(settings.model_cache_dir),
-            max_tokens=settings.embed_max_tokens,
-        )
+        try:
+            emb = LocalMiniLMEmbeddings(
+                ensure_embedding_model_file(settings.model_cache_dir),
+                max_tokens=settings.embed_max_tokens,
+            )
+            return EmbeddingModel(emb, emb.name, emb.dimension)
+        except Exception as exc:  # noqa: BLE001 - the packaged file still embeds
+            log.warning(
+                "could not requantise the local embedding model (%s); embedding with the "
+                "packaged file, ~2x slower",
+                exc,
+            )
+    emb = LocalMiniLMEmbeddings(
+        packaged_embedding_model_file(),
+        name=PACKAGED_EMBEDDING_LABEL,
+        max_tokens=settings.embed_max_tokens,
+    )
     return EmbeddingModel(emb, emb.name, emb.dimension)
 
 

@@ -102,3 +102,19 @@ def test_requantised_embedder_is_built_once_the_same_and_stays_in_the_packaged_s
     similarity = np.array(fast.embed_documents(texts)) @ np.array(packaged.embed_documents(texts)).T
     assert similarity.diagonal().min() > 0.97
     assert (similarity.argmax(axis=1) == np.arange(len(texts))).all()
+
+
+def test_local_embedder_falls_back_to_the_packaged_file_when_requantising_fails(
+    tmp_path, monkeypatch
+):
+    """A broken quantiser (a missing package, a full disk) costs speed, not the embedder:
+    the packaged file embeds, under its own label, so the store records what made its vectors."""
+    from agent.local_models import PACKAGED_EMBEDDING_LABEL
+
+    def broken(cache_dir):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr("agent.local_models.ensure_embedding_model_file", broken)
+    emb = embedding_model("local", Settings(home=tmp_path))
+    assert emb.name == PACKAGED_EMBEDDING_LABEL and emb.dimension == 384
+    assert len(emb.embedder.embed_query("Who rented Netherfield Park?")) == 384
