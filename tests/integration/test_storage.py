@@ -225,10 +225,10 @@ async def test_embedding_store_refuses_another_dimension(services):
     )
 
 
-async def test_a_library_of_packaged_model_vectors_keeps_the_packaged_model(services):
-    """New stores bind the requantised MiniLM; a store whose vectors came from the packaged
-    file (libraries embedded before it) keeps embedding questions and passages with that
-    file, so they land in the space of its vectors, instead of being refused."""
+async def test_a_library_keeps_the_minilm_file_its_vectors_came_from(services):
+    """``QUIRE_LOCAL_EMBEDDING`` picks the MiniLM file of a new store only: once vectors are
+    stored, the file that made them embeds every later question and passage (the packaged
+    file or the requantised one), whatever the setting says, so they share a vector space."""
     import numpy as np
     import psycopg
     from psycopg import sql
@@ -244,30 +244,37 @@ async def test_a_library_of_packaged_model_vectors_keeps_the_packaged_model(serv
 
     if services.settings.database_url:
         pytest.skip("needs the embedded server to make a second database")
-    name = f"{services.settings.database_name}_packaged"
-    older = services.settings.model_copy(update={"database_name": name})
-    try:
-        svc = await open_services(older)
+    name = f"{services.settings.database_name}_minilm"
+    base = services.settings.model_copy(update={"database_name": name})
+    fast = base.model_copy(update={"local_embedding": "int8-dynamic"})
+    packaged = base.model_copy(update={"local_embedding": "packaged"})
+
+    async def embedder_of(settings):
+        svc = await open_services(settings)
         try:
-            assert svc.embeddings.name == EMBEDDING_LABEL
-            async with svc.engine.begin() as conn:  # as a store embedded before it was
+            return svc.embeddings
+        finally:
+            await svc.close()
+
+    try:
+        assert (await embedder_of(fast)).name == EMBEDDING_LABEL  # a new store: the setting
+        assert (await embedder_of(packaged)).name == EMBEDDING_LABEL  # then its vectors
+        svc = await open_services(fast)
+        try:
+            async with svc.engine.begin() as conn:  # as a store of packaged-file vectors
                 await conn.execute(
                     text("UPDATE embedding_store SET model = :m"), {"m": PACKAGED_EMBEDDING_LABEL}
                 )
         finally:
             await svc.close()
-        svc = await open_services(older)
-        try:
-            assert svc.embeddings.name == PACKAGED_EMBEDDING_LABEL
-            question = "Who rented Netherfield Park?"
-            packaged = LocalMiniLMEmbeddings(packaged_embedding_model_file())
-            assert np.allclose(
-                svc.embeddings.embedder.embed_query(question),
-                packaged.embed_query(question),
-                atol=1e-6,
-            )
-        finally:
-            await svc.close()
+        kept = await embedder_of(fast)
+        assert kept.name == PACKAGED_EMBEDDING_LABEL
+        question = "Who rented Netherfield Park?"
+        assert np.allclose(
+            kept.embedder.embed_query(question),
+            LocalMiniLMEmbeddings(packaged_embedding_model_file()).embed_query(question),
+            atol=1e-6,
+        )
     finally:
         admin = with_database(server_url(services.settings), "postgres").libpq
         with psycopg.connect(admin, autocommit=True) as conn:

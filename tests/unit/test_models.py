@@ -32,11 +32,15 @@ def test_unknown_embedding_provider_is_refused():
         embedding_model("cohere:embed-v3", Settings())
 
 
-def test_local_embeddings_are_normalised_and_semantic():
+@pytest.mark.parametrize("file", ["packaged", "int8-dynamic"])
+def test_local_embeddings_are_normalised_and_semantic(file, tmp_path):
     import numpy as np
 
-    emb = embedding_model("local", Settings())
+    from agent.local_models import EMBEDDING_LABEL, PACKAGED_EMBEDDING_LABEL
+
+    emb = embedding_model("local", Settings(home=tmp_path, local_embedding=file))
     assert emb.dimension == 384
+    assert emb.name == (PACKAGED_EMBEDDING_LABEL if file == "packaged" else EMBEDDING_LABEL)
     cat, dinah, croquet = (
         np.array(v)
         for v in emb.embedder.embed_documents(
@@ -115,6 +119,6 @@ def test_local_embedder_falls_back_to_the_packaged_file_when_requantising_fails(
         raise OSError("No space left on device")
 
     monkeypatch.setattr("agent.local_models.ensure_embedding_model_file", broken)
-    emb = embedding_model("local", Settings(home=tmp_path))
+    emb = embedding_model("local", Settings(home=tmp_path, local_embedding="int8-dynamic"))
     assert emb.name == PACKAGED_EMBEDDING_LABEL and emb.dimension == 384
     assert len(emb.embedder.embed_query("Who rented Netherfield Park?")) == 384
