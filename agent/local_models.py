@@ -101,10 +101,11 @@ def ensure_embedding_model_file(cache_dir: Path) -> Path:
 
     onnxruntime's quantiser folds the packaged weights to floats, then quantises every
     weight MatMul again: int8 weights per output channel, activations per call
-    (dynamic quantisation). On 2 cores a ~146-token passage takes ~20 ms instead of ~45 and
-    a question ~1.6 ms instead of ~4-8; vectors stay within cosine 0.98 of the packaged
-    model's. ``reduce_range`` keeps weights to 7 bits: CPUs without VNNI sum int8 products in
-    saturating 16-bit pairs, and with it the integer products are exact on every x86-64 CPU.
+    (dynamic quantisation). On one core of a Xeon a ~146-token passage takes 19 ms instead
+    of 37 and a question 1.6 ms instead of 4.4; vectors stay within cosine 0.98 of the
+    packaged model's. ``reduce_range`` keeps weights to 7 bits: CPUs without VNNI sum int8
+    products in saturating 16-bit pairs, and with it the integer products are exact on every
+    x86-64 CPU.
     The build is deterministic for the pinned onnx and onnxruntime, and takes ~3 s.
     """
     target = cache_dir / EMBEDDING_FILE
@@ -147,27 +148,21 @@ def ensure_embedding_model_file(cache_dir: Path) -> Path:
 class LocalMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (ONNX) sentence embeddings, 384 dimensions, cosine-ready.
 
-    ``model`` is the requantised file (:func:`ensure_embedding_model_file`) or, for a library
-    embedded with it, the packaged one; ``name`` is recorded beside the vectors.
+    ``model`` is the packaged file or the requantised one (:func:`ensure_embedding_model_file`);
+    ``name`` is the label recorded beside the vectors it makes.
 
     Every session is single-threaded. A query runs on one: a second intra-op thread does not
-    make a 14-token question faster (1.6 ms both ways on 2 cores; 7.3 ms with the packaged
-    file) and takes the core the search's BM25 scoring runs on meanwhile. Passages in bulk
-    run on one session per thread, side by side: on 2 cores, 106 passages/s against 72 for one
-    two-threaded session (Pride and Prejudice's chunks, ~146 tokens each; 38 against 25 with
-    the packaged file), since a small model's operators leave a second intra-op thread idle
-    much of the time.
+    make a 14-token question faster (1.6 ms both ways on 2 cores; 7.3 ms both ways with the
+    packaged file, on an EPYC) and takes the core the search's BM25 scoring runs on
+    meanwhile. Passages in bulk run on one session per thread, side by side: on 2 cores, 106
+    passages/s against 72 for one two-threaded session (Pride and Prejudice's chunks, ~146
+    tokens each; 38 against 25 with the packaged file), since a small model's operators
+    leave a second intra-op thread idle much of the time.
     """
 
     dimension = EMBEDDING_DIM
 
-    def __init__(
-        self,
-        model: Path,
-        name: str = EMBEDDING_LABEL,
-        max_tokens: int = 256,
-        threads: int = 2,
-    ) -> None:
+    def __init__(self, model: Path, name: str, max_tokens: int = 256, threads: int = 2) -> None:
         from tokenizers import Tokenizer
 
         self.name = name

@@ -171,6 +171,7 @@ def embedding_model(spec: str, settings: Settings, stored: str | None = None) ->
 
 def _local_embedding_model(settings: Settings, packaged: bool) -> EmbeddingModel:
     from agent.local_models import (
+        EMBEDDING_LABEL,
         PACKAGED_EMBEDDING_LABEL,
         LocalMiniLMEmbeddings,
         ensure_embedding_model_file,
@@ -181,6 +182,7 @@ def _local_embedding_model(settings: Settings, packaged: bool) -> EmbeddingModel
         try:
             emb = LocalMiniLMEmbeddings(
                 ensure_embedding_model_file(settings.model_cache_dir),
+                name=EMBEDDING_LABEL,
                 max_tokens=settings.embed_max_tokens,
             )
             return EmbeddingModel(emb, emb.name, emb.dimension)

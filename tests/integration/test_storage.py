@@ -272,7 +272,9 @@ async def test_a_library_keeps_the_minilm_file_its_vectors_came_from(services):
         question = "Who rented Netherfield Park?"
         assert np.allclose(
             kept.embedder.embed_query(question),
-            LocalMiniLMEmbeddings(packaged_embedding_model_file()).embed_query(question),
+            LocalMiniLMEmbeddings(
+                packaged_embedding_model_file(), PACKAGED_EMBEDDING_LABEL
+            ).embed_query(question),
             atol=1e-6,
         )
     finally:

@@ -60,9 +60,14 @@ def test_local_bulk_embeddings_equal_single_ones_in_order():
     vector must be the one a single call gives, in the order asked."""
     import numpy as np
 
-    from agent.local_models import LocalMiniLMEmbeddings, ensure_embedding_model_file
+    from agent.local_models import (
+        EMBEDDING_LABEL,
+        LocalMiniLMEmbeddings,
+        ensure_embedding_model_file,
+    )
 
-    emb = LocalMiniLMEmbeddings(ensure_embedding_model_file(Settings().model_cache_dir), threads=2)
+    model = ensure_embedding_model_file(Settings().model_cache_dir)
+    emb = LocalMiniLMEmbeddings(model, EMBEDDING_LABEL, threads=2)
     texts = [f"Note {i}: the {w} crossed the harbour." for i, w in enumerate("abcdefg")]
     bulk = np.array(emb.embed_documents(texts))
     single = np.array([emb.embed_query(t) for t in texts])
@@ -100,7 +105,7 @@ def test_requantised_embedder_is_built_once_the_same_and_stays_in_the_packaged_s
         "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
         "Interest rates rose twice in the spring, and bond prices fell.",
     ]
-    fast = LocalMiniLMEmbeddings(first)
+    fast = LocalMiniLMEmbeddings(first, EMBEDDING_LABEL)
     packaged = LocalMiniLMEmbeddings(packaged_embedding_model_file(), PACKAGED_EMBEDDING_LABEL)
     assert (fast.name, packaged.name) == (EMBEDDING_LABEL, PACKAGED_EMBEDDING_LABEL)
     similarity = np.array(fast.embed_documents(texts)) @ np.array(packaged.embed_documents(texts)).T
