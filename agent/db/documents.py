@@ -255,8 +255,7 @@ async def finish_document(conn: AsyncConnection, document_id: uuid.UUID) -> None
     """Count a new document's terms for BM25 (per document and in its owner's totals) once
     all its children, with their postings, are written."""
     params = {"d": document_id}
-    await conn.execute(text(KEYWORD_TERMS_INSERT.format(where="d.id = :d")), params)
-    await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where="d.id = :d")), params)
+    await insert_term_counts(conn, "d.id = :d", params)
     await conn.execute(
         text(
             "UPDATE documents d SET keyword_chunks = s.n, keyword_tokens = s.tokens, "
@@ -301,12 +300,18 @@ OWNER_TERMS_UPDATE = (
 )
 
 
-async def insert_keyword_stats(conn: AsyncConnection, where: str, params: dict) -> None:
-    """Postings, per-document term counts and the owners' term counts of the documents
-    matching ``where`` (over ``documents d``): ingestion's and the benchmark's bulk load's."""
-    for sql in (KEYWORD_POSTINGS_INSERT, KEYWORD_TERMS_INSERT):
-        await conn.execute(text(sql.format(where=where)), params)
+async def insert_term_counts(conn: AsyncConnection, where: str, params: dict) -> None:
+    """Per-document term counts and the owners' term counts of the documents matching
+    ``where`` (over ``documents d``), from their child chunks' tsvectors."""
+    await conn.execute(text(KEYWORD_TERMS_INSERT.format(where=where)), params)
     await conn.execute(text(OWNER_TERMS_UPDATE.format(sign="", where=where)), params)
+
+
+async def insert_keyword_stats(conn: AsyncConnection, where: str, params: dict) -> None:
+    """Postings and term counts of the documents matching ``where`` (over ``documents d``)
+    at once: the benchmark's bulk load (ingestion writes postings batch by batch)."""
+    await conn.execute(text(KEYWORD_POSTINGS_INSERT.format(where=where)), params)
+    await insert_term_counts(conn, where, params)
 
 
 async def _take_back_owner_terms(conn: AsyncConnection, document_id: uuid.UUID) -> None:
