@@ -76,6 +76,7 @@ class Settings(BaseSettings):
     # last exchange after other calls ran in between); 0: only the last prompt's
     local_chat_prompt_cache_mb: int = Field(default=1024, ge=0)
     local_chat_warm_prompts: bool = True  # a server caches the system prompts at start
+    local_chat_warm_books: int = Field(default=3, ge=0)  # and the last-summarized overviews
     local_model_url: str | None = Field(
         default=None,
         description="URL of a running local model server (agent.model_server.process or any "

@@ -25,6 +25,7 @@ async def lifespan(app: FastAPI):
     """Start the background workers (summaries, ingest jobs), the local model's process and
     the chat checkpointer with the server; stop them on shutdown (the model process stops
     when this process exits)."""
+    from agent.chat.overview import openings_to_warm
     from agent.ingest.jobs import recover_ingest_jobs, stop_ingest_jobs
     from agent.model_server.endpoint import start_in_background
     from agent.services import get_services
@@ -32,7 +33,8 @@ async def lifespan(app: FastAPI):
     from graphs.checkpoint import close_checkpointer, open_checkpointer
 
     services = await get_services()
-    start_in_background(services.settings)  # the local model loads while the server starts
+    # the local model loads while the server starts, then caches the prompts' openings
+    start_in_background(services.settings, await openings_to_warm(services))
     try:
         start_summary_worker(services)
     except Exception:  # the API still serves; summaries wait for `quire summarize`

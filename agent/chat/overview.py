@@ -3,6 +3,9 @@ contents when no summary exists yet (seed 000's ToC fallback)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import uuid
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -11,7 +14,11 @@ from agent import prompts
 from agent.chat.books import Book
 from agent.db import summaries
 from agent.db.summaries import TableOfContents
+from agent.model_server.endpoint import local_model, uses_local_model
+from agent.model_server.warm import warm_openings
 from agent.services import Services
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,20 @@ def format_toc(toc: TableOfContents) -> str:
     return "\n".join(lines)
 
 
+def summary_messages(name: str, book: Book, summary: str, question: str) -> list[BaseMessage]:
+    """The Path B messages presenting ``book``'s stored ``summary``: the system prompt, the
+    book and its summary, then the question last (the rest is a prefix a model may cache)."""
+    author = f" by {book.author}" if book.author else ""
+    return [
+        SystemMessage(prompts.BOOK_OVERVIEW_SYSTEM.format(name=name)),
+        HumanMessage(
+            prompts.BOOK_OVERVIEW_USER.format(
+                title=book.title, author=author, summary=summary, question=question
+            )
+        ),
+    ]
+
+
 async def overview_prompt(services: Services, book: Book, question: str) -> OverviewPrompt | None:
     """The Path B prompt for ``book``; ``None`` when it has neither summary nor chapters."""
     settings = services.settings
@@ -44,18 +65,7 @@ async def overview_prompt(services: Services, book: Book, question: str) -> Over
         doc = await summaries.document_for_summary(conn, book.id)
         if doc and doc.global_summary:
             return OverviewPrompt(
-                [
-                    SystemMessage(prompts.BOOK_OVERVIEW_SYSTEM.format(name=name)),
-                    HumanMessage(
-                        prompts.BOOK_OVERVIEW_USER.format(
-                            title=book.title,
-                            author=author,
-                            summary=doc.global_summary,
-                            question=question,
-                        )
-                    ),
-                ],
-                "global_summary_path",
+                summary_messages(name, book, doc.global_summary, question), "global_summary_path"
             )
         toc = await summaries.table_of_contents(
             conn,
@@ -76,3 +86,59 @@ async def overview_prompt(services: Services, book: Book, question: str) -> Over
         ],
         "toc_fallback_path",
     )
+
+
+async def overview_openings(
+    services: Services, limit: int, document_ids: list[uuid.UUID] | None = None
+) -> list[list[dict]]:
+    """The Path B prompts of the books summarized last (or of ``document_ids``) without their
+    question, as chat-completion messages: what the local model's prompt cache is warmed
+    with, so a request for a book's summary reads only its question."""
+    name = services.settings.assistant_name
+    async with services.engine.connect() as conn:
+        docs = await summaries.summarized_documents(conn, limit, document_ids)
+    roles = {"system": "system", "human": "user"}
+    return [
+        [
+            {"role": roles[m.type], "content": m.content}
+            for m in summary_messages(
+                name, Book(d.id, d.title, d.author), d.global_summary or "", ""
+            )
+        ]
+        for d in docs
+    ]
+
+
+def _warms_summaries(services: Services) -> bool:
+    """Whether book summaries are presented by the local model and its cache is warmed."""
+    settings = services.settings
+    return (
+        settings.chat_model == "local"
+        and settings.local_chat_warm_prompts
+        and settings.local_chat_warm_books > 0
+        and uses_local_model(settings)
+    )
+
+
+async def openings_to_warm(services: Services) -> list[list[dict]]:
+    """What a starting server warms besides the system prompts: the overview openings of the
+    ``local_chat_warm_books`` books summarized last (none unless chat runs locally)."""
+    if not _warms_summaries(services):
+        return []
+    return await overview_openings(services, services.settings.local_chat_warm_books)
+
+
+async def warm_summary(services: Services, document_id: uuid.UUID) -> int:
+    """Warm the local model's prompt cache with a just-summarized book's overview opening
+    (when chat runs locally); how many openings were cached."""
+    if not _warms_summaries(services):
+        return 0
+    try:
+        openings = await overview_openings(services, 1, [document_id])
+        found = await asyncio.to_thread(local_model, services.settings)
+        if not openings or not found.url:
+            return 0
+        return await asyncio.to_thread(warm_openings, found.url, openings)
+    except Exception as exc:  # a cold cache costs seconds later, not the summary
+        log.warning("could not warm the summary of %s: %s", document_id, exc)
+        return 0

@@ -77,6 +77,27 @@ async def document_for_summary(
     return DocumentForSummary(**row._mapping) if row else None
 
 
+async def summarized_documents(
+    conn: AsyncConnection, limit: int, document_ids: list[uuid.UUID] | None = None
+) -> list[DocumentForSummary]:
+    """Documents with a global summary, the last summarized first (of ``document_ids`` when
+    given). Across owners: it serves the model process's prompt cache, which is shared."""
+    where = "global_summary IS NOT NULL"
+    params: dict = {"n": limit}
+    if document_ids is not None:
+        where += " AND id = ANY(:ids)"
+        params["ids"] = list(document_ids)
+    rows = await conn.execute(
+        text(
+            "SELECT id, user_id, title, author, global_summary, summary_model, summary_status "
+            f"FROM documents WHERE {where} "
+            "ORDER BY summary_updated_at DESC NULLS LAST LIMIT :n"
+        ),
+        params,
+    )
+    return [DocumentForSummary(**row._mapping) for row in rows]
+
+
 async def parents_for_summary(
     conn: AsyncConnection, document_id: uuid.UUID
 ) -> list[ParentForSummary]:

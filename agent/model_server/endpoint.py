@@ -25,13 +25,14 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.config import Settings
 from agent.model_server import HEALTH_PATH, kernels
 from agent.model_server.supervisor import ModelSupervisor, free_port, get_json, model_command
-from agent.model_server.warm import warm_prompt_cache
+from agent.model_server.warm import warm_openings, warm_prompt_cache
 
 log = logging.getLogger(__name__)
 
@@ -191,17 +192,19 @@ def uses_local_model(settings: Settings) -> bool:
     return "local" in (settings.chat_model, settings.reasoning_model)
 
 
-def start_in_background(settings: Settings) -> None:
+def start_in_background(settings: Settings, openings: Sequence[list[dict]] = ()) -> None:
     """Find or start the local model server from a thread (a server's start-up), so the
-    first question does not wait for the model to load."""
+    first question does not wait for the model to load; then warm its prompt cache with the
+    system prompts and ``openings`` (:mod:`agent.model_server.warm`)."""
     if not uses_local_model(settings):
         return
 
     def warm() -> None:
         try:
             found = local_model(settings)
-            if found.url and found.supervisor is not None and settings.local_chat_warm_prompts:
-                warm_prompt_cache(found.url, settings)  # the model this server started
+            ours = found.url and found.supervisor is not None  # the model this server started
+            if ours and settings.local_chat_warm_prompts and warm_prompt_cache(found.url, settings):
+                warm_openings(found.url, openings)
         except Exception:
             log.exception("could not start the local model")
 

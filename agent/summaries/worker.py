@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 
+from agent.chat.overview import warm_summary
 from agent.db import summaries as store
 from agent.services import Services
 from agent.summaries.builder import NothingToSummarize, SummaryBusy, summarize_document
@@ -40,11 +41,13 @@ class SummaryWorker:
         for document_id in waiting:
             try:
                 await summarize_document(self.services, document_id)
-                completed += 1
             except (SummaryBusy, NothingToSummarize):
                 continue
             except Exception:  # recorded on the document as 'failed'; keep serving others
                 logger.exception("summaries for document %s failed", document_id)
+                continue
+            completed += 1
+            await warm_summary(self.services, document_id)  # its overview reads fast
         return completed
 
     async def _loop(self) -> None:
