@@ -242,6 +242,36 @@ async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_excha
     assert read - cached < 40, (read, cached)  # only the new question was read
 
 
+async def test_a_warmed_book_overview_reads_only_the_question(services, new_user):
+    """A book's overview opening, warmed as a server does when the summary is written,
+    leaves only the request to read when its summary is asked for."""
+    from agent.chat.books import Book
+    from agent.chat.overview import overview_openings, overview_prompt
+    from agent.db import summaries
+    from agent.model_server.warm import warm_openings
+    from agent.models import achat_model
+
+    user = await new_user("warm-overview")
+    body = "The lamplighter Ines climbs the harbour tower each dusk to light its lamp. " * 4
+    found = await ingest_bytes(services, user.id, body.encode(), "lamplighter.txt")
+    summary = "Ines, a lamplighter, keeps a harbour light burning through a long winter. " * 3
+    async with services.engine.begin() as conn:
+        await summaries.save_global_summary(conn, found.document_id, summary, "test")
+        doc = await summaries.document_for_summary(conn, found.document_id)
+    model = await achat_model("local", services.settings, 0.0)
+    openings = await overview_openings(services, 1, [found.document_id])
+    assert await asyncio.to_thread(warm_openings, model.server_url, openings) == 1
+    await model.ainvoke([HumanMessage("Say hello to the Mock Turtle.")], max_tokens=4)
+    prompt = await overview_prompt(
+        services, Book(doc.id, doc.title, doc.author), "Summarize the book"
+    )
+    usage = {}
+    async for chunk in model.astream(prompt.messages, max_tokens=8):
+        usage = chunk.usage_metadata or usage
+    cached = (usage.get("input_token_details") or {}).get("cache_read", 0)
+    assert usage["input_tokens"] > 100 and usage["input_tokens"] - cached < 15, usage
+
+
 DINAH_BLOCK = (
     "#chk_0a1b2c3d [Alice]\n“Dinah’s our cat. And she’s such a capital one for catching mice "
     "you can’t think! And oh, I wish you could see her after the birds!”"
