@@ -14,7 +14,7 @@ from agent import prompts
 from agent.chat.books import Book
 from agent.db import summaries
 from agent.db.summaries import TableOfContents
-from agent.model_server.endpoint import local_model, uses_local_model
+from agent.model_server.endpoint import ready_model_url, uses_local_model
 from agent.model_server.warm import warm_openings
 from agent.services import Services
 
@@ -133,12 +133,12 @@ async def warm_summary(services: Services, document_id: uuid.UUID) -> int:
     (when chat runs locally); how many openings were cached."""
     if not _warms_summaries(services):
         return 0
+    url = ready_model_url(services.settings)  # a model still loading is not waited for
+    if url is None:
+        return 0
     try:
         openings = await overview_openings(services, 1, [document_id])
-        found = await asyncio.to_thread(local_model, services.settings)
-        if not openings or not found.url:
-            return 0
-        return await asyncio.to_thread(warm_openings, found.url, openings)
+        return await asyncio.to_thread(warm_openings, url, openings) if openings else 0
     except Exception as exc:  # a cold cache costs seconds later, not the summary
         log.warning("could not warm the summary of %s: %s", document_id, exc)
         return 0

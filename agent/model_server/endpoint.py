@@ -187,6 +187,17 @@ def local_model(settings: Settings) -> LocalModel:
     return LocalModel(supervisor.url, supervisor=supervisor)
 
 
+def ready_model_url(settings: Settings) -> str | None:
+    """The URL of a local model server this process already reaches and that is ready, or
+    ``None``; never starts one nor waits (for work that may be skipped, like warming)."""
+    if settings.local_model_url:
+        return settings.local_model_url.rstrip("/")
+    with _lock:
+        if _own is not None:
+            return _own.url if _own.state == "ready" else None
+        return _found
+
+
 def uses_local_model(settings: Settings) -> bool:
     """Whether chat or reasoning runs on the local model."""
     return "local" in (settings.chat_model, settings.reasoning_model)
