@@ -26,7 +26,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from agent import prompts
+from agent.ingest.sentences import split_sentences
 from agent.retrieval.context import passage_block
+from agent.retrieval.focus import GAP
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,6 @@ def scope_key(state: Mapping[str, Any]) -> str:
     return repr((state.get("user_id"), state.get("book_id"), state.get("time_window")))
 
 
-def _block(payload: dict) -> str:
-    """A citation payload as the context shows it (:func:`passage_block`)."""
-    return passage_block(payload["id"], payload["source"], _shown(payload))
-
-
 def _shown(payload: dict) -> str:
     """What the model read of a passage."""
     return payload.get("context_text") or payload["text"]
@@ -115,27 +112,64 @@ class Continuation:
     citable: list[dict]
 
 
+def _core(sentence: str) -> str:
+    """A sentence without the gap marks around it and its inner spacing."""
+    return " ".join(sentence.strip(GAP + " ").split())
+
+
+def unread_sentences(text: str, read: str) -> str:
+    """The sentences of ``text`` that ``read`` does not hold, in order, with a gap (``…``)
+    wherever sentences were left out; ``""`` when there are none."""
+    seen = {_core(s) for s in split_sentences(read)}
+    parts: list[str] = []
+    left_out = False
+    for sentence in split_sentences(text):
+        core = _core(sentence)
+        if core and core not in seen:
+            parts += [GAP, core] if left_out or sentence.startswith(GAP) else [core]
+            left_out = sentence.endswith(GAP)
+        else:  # a sentence read before, or a gap mark
+            left_out = True
+    if parts and left_out:
+        parts.append(GAP)
+    return " ".join(parts)
+
+
+def _unread(payload: dict, before: Mapping[str, dict]) -> tuple[dict, str] | None:
+    """What of ``payload`` the model has not read: the payload to cite (its text read so
+    far and now, for the support checks) and the text to show; ``None`` if it read it all.
+    A passage shown before under the same id shows only its new sentences (the model's
+    cache holds the rest: a follow-up on overlapping context reads only what is new)."""
+    earlier = before.get(payload["id"])
+    if earlier is None:
+        return payload, _shown(payload)
+    new = unread_sentences(_shown(payload), _shown(earlier))
+    if not new:
+        return None
+    read = f"{_shown(earlier)} {new.replace(GAP, ' ')}"
+    return {**payload, "context_text": " ".join(read.split())}, new
+
+
 def continue_exchange(
     previous: Exchange, state: Mapping[str, Any], max_chars: int
 ) -> Continuation | None:
     """The follow-up (``state``'s question and passages) as one more user message after
-    ``previous``: the passages it has not shown (or shows now with other sentences) and the
-    question. ``None`` when the scope changed or the whole would pass ``max_chars`` (start
-    afresh)."""
+    ``previous``: what it has not shown of the passages (new passages whole, the new
+    sentences of passages shown before) and the question. ``None`` when the scope changed
+    or the whole would pass ``max_chars`` (start afresh)."""
     if previous.scope != scope_key(state):
         return None
     question, retrieved = state["question"], state["retrieved"]
     before = {p["id"]: p for p in previous.shown}
-    fresh = [p for p in retrieved if p["id"] not in before or _shown(p) != _shown(before[p["id"]])]
+    fresh = [found for p in retrieved if (found := _unread(p, before)) is not None]
     if fresh:
-        body = prompts.FOLLOW_UP_USER.format(
-            context="\n\n".join(_block(p) for p in fresh), question=question
-        )
+        blocks = (passage_block(p["id"], p["source"], shown) for p, shown in fresh)
+        body = prompts.FOLLOW_UP_USER.format(context="\n\n".join(blocks), question=question)
     else:
         body = prompts.FOLLOW_UP_SAME_PASSAGES.format(question=question)
     if previous.chars + len(body) > max_chars:
         return None
     messages = [*previous.messages, AIMessage(previous.reply), HumanMessage(body)]
-    fresh_ids = {p["id"] for p in fresh}
-    citable = fresh + [p for p in previous.shown if p["id"] not in fresh_ids]
+    fresh_ids = {p["id"] for p, _ in fresh}
+    citable = [p for p, _ in fresh] + [p for p in previous.shown if p["id"] not in fresh_ids]
     return Continuation(messages, citable)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from agent.chat.follow_up import Exchange, ExchangeLog, can_continue, continue_exchange, scope_key
+from agent.chat.follow_up import (
+    Exchange,
+    ExchangeLog,
+    can_continue,
+    continue_exchange,
+    scope_key,
+    unread_sentences,
+)
 from agent.retrieval.focus import GAP, focus_by_holder, focus_passages
 
 POOL = (
@@ -140,6 +147,32 @@ def test_a_follow_up_is_one_more_message_holding_only_unseen_passages():
         "#chk_a [Alice]" in more.messages[-1].content and "#chk_b" not in more.messages[-1].content
     )
     assert {p["id"] for p in more.citable} == {"#chk_a", "#chk_b"}  # the earlier one still citable
+
+
+def test_a_passage_shown_before_shows_only_its_new_sentences():
+    said = "“Dinah’s our cat.” She catches mice. …"
+    first = _state("Who is Dinah?", [{**_payload("#chk_b", CAT), "context_text": said}])
+    previous = _exchange(first)
+    wider = "… “Dinah’s our cat.” She catches mice. She chases the birds too! She sleeps a lot."
+    state = _state("What else?", [{**_payload("#chk_b", CAT), "context_text": wider}])
+    more = continue_exchange(previous, state, 7000)
+    asked = more.messages[-1].content
+    # only what the model has not read under #chk_b, a gap marking what it has
+    assert "#chk_b" in asked and "… She chases the birds too! She sleeps a lot." in asked
+    assert "Dinah’s our cat" not in asked and "catches mice" not in asked
+    # the citable passage holds all it read under that id, for the support checks
+    [cited] = more.citable
+    assert "Dinah’s our cat" in cited["context_text"] and "sleeps" in cited["context_text"]
+    # nothing new under the id: the question alone
+    narrower = _state("And?", [{**_payload("#chk_b", CAT), "context_text": "She catches mice."}])
+    assert "#chk_b" not in continue_exchange(previous, narrower, 7000).messages[-1].content
+
+
+def test_unread_sentences_mark_what_they_leave_out():
+    assert unread_sentences("A one. B two. C three.", "B two.") == "A one. … C three."
+    assert unread_sentences("A one. B two.", "A one.") == "… B two."
+    assert unread_sentences("… A one. B two. …", "Z.") == "… A one. B two. …"
+    assert unread_sentences("A one. B two.", "B two. A one.") == ""
 
 
 def test_a_follow_up_starts_afresh_past_the_budget_or_in_another_scope():
