@@ -125,7 +125,11 @@ async def openings_to_warm(services: Services) -> list[list[dict]]:
     ``local_chat_warm_books`` books summarized last (none unless chat runs locally)."""
     if not _warms_summaries(services):
         return []
-    return await overview_openings(services, services.settings.local_chat_warm_books)
+    try:
+        return await overview_openings(services, services.settings.local_chat_warm_books)
+    except Exception as exc:  # the server starts all the same; the summaries read cold
+        log.warning("could not read the book overviews to warm: %s", exc)
+        return []
 
 
 async def warm_summary(services: Services, document_id: uuid.UUID) -> int:
