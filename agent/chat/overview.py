@@ -14,7 +14,7 @@ from agent import prompts
 from agent.chat.books import Book
 from agent.db import summaries
 from agent.db.summaries import TableOfContents
-from agent.model_server.endpoint import ready_model_url, uses_local_model
+from agent.model_server.endpoint import ready_model_url
 from agent.model_server.warm import warm_openings
 from agent.services import Services
 
@@ -116,7 +116,6 @@ def _warms_summaries(services: Services) -> bool:
         settings.chat_model == "local"
         and settings.local_chat_warm_prompts
         and settings.local_chat_warm_books > 0
-        and uses_local_model(settings)
     )
 
 
