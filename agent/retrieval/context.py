@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from agent.ingest.sentences import split_sentences
-from agent.retrieval.citations import unique
+from agent.retrieval.citations import format_source, unique
 from agent.retrieval.types import RetrievedChunk
 
 _WORD = re.compile(r"\w+")
@@ -91,6 +91,17 @@ def passage_block(citation_id: str, source: str | None, body: str) -> str:
     """A passage as a prompt shows it: its citation id and source (``None``: the same as the
     passage before it, not repeated), then what the model reads."""
     return f"{citation_id} [{source}]\n{body}" if source else f"{citation_id}\n{body}"
+
+
+def _label(chunk: RetrievedChunk, before: RetrievedChunk | None) -> str | None:
+    """The source label a block shows, with what the block before already named left out
+    (prompt tokens): ``None`` for the same place, no title for the same document."""
+    if before is None or before.record.document_id != chunk.record.document_id:
+        return chunk.source
+    if before.source == chunk.source:
+        return None
+    r = chunk.record
+    return format_source("", r.chapter_title, r.section_title, r.page).strip() or None
 
 
 def _words(sentence: str) -> frozenset[str]:
@@ -217,8 +228,7 @@ def build_context(
         paragraph = paragraphs.get(chunk.citation_id, record.text)
         options = _block_options(chunk, paragraph, window, used_parents if parents else None)
         room = max_chars - total - sum(reserved.values())
-        # a source the block before already named is not repeated (prompt tokens)
-        source = None if included and included[-1].source == chunk.source else chunk.source
+        source = _label(chunk, included[-1] if included else None)
         chosen = _fitting_block(chunk, options, dedupe, room, not blocks, must, source)
         if chosen is None:
             if total >= max_chars and not reserved:

@@ -17,6 +17,7 @@ No model call: it costs well under a millisecond per passage.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -61,11 +62,20 @@ def _joined(sentences: list[str], keep: list[int], shown: frozenset[int] | None 
     return " ".join(parts)
 
 
+ORNAMENT = re.compile(r"(?<!\S)(?:[*=~#_-]\s*){3,}(?!\S)")
+"""A scene break or rule (``* * *``, ``-----``): tokens for the model, no words."""
+
+
+def _sentences(text: str) -> list[str]:
+    """A passage's sentences, without ornaments."""
+    return split_sentences(" ".join(ORNAMENT.sub(" ", text).split()))
+
+
 def _focus(
     question: str, passages: Mapping[str, str], hits: int, neighbours: int
 ) -> dict[str, tuple[list[str], list[int]]]:
     """Each passage's sentences and the indexes of those kept (all of a short passage)."""
-    split = {cid: split_sentences(" ".join(text.split())) for cid, text in passages.items()}
+    split = {cid: _sentences(text) for cid, text in passages.items()}
     weights = _weights(question, list(split.values()))
     focused: dict[str, tuple[list[str], list[int]]] = {}
     for cid, sentences in split.items():

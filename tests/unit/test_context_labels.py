@@ -1,0 +1,68 @@
+"""What a prompt's passages spend on labels and ornaments: a label leaves out what the block
+before named, and a scene break's ``* * *`` is not shown."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from agent.db.chunks import ChunkRecord
+from agent.retrieval.citations import citation_id
+from agent.retrieval.context import build_context
+from agent.retrieval.focus import focus_passages
+from agent.retrieval.types import RetrievedChunk
+
+
+def _chunk(text: str, document: uuid.UUID, title: str, chapter: str | None, page=None):
+    record = ChunkRecord(
+        id=uuid.uuid4(),
+        document_id=document,
+        parent_id=None,
+        chunk_index=0,
+        text=text,
+        chapter_title=chapter,
+        section_title=None,
+        page=page,
+        document_title=title,
+        author=None,
+        file_type="txt",
+        doc_type="BOOK",
+        owner_id=uuid.uuid4(),
+        document_created_at=datetime.now(UTC),
+        parent_text=None,
+        tags=[],
+        has_embedding=True,
+    )
+    return RetrievedChunk(record, citation_id(record.id), 1.0, 0.8, None)
+
+
+def test_a_label_leaves_out_what_the_block_before_named():
+    alice, emma = uuid.uuid4(), uuid.uuid4()
+    chunks = [
+        _chunk("The Rabbit ran past with a watch.", alice, "Alice", "Chapter I"),
+        _chunk("The Rabbit checked the watch again.", alice, "Alice", "Chapter I"),
+        _chunk("The Queen shouted at the gardeners.", alice, "Alice", "Chapter VIII"),
+        _chunk("Emma planned a match for Harriet.", emma, "Emma", "Volume I", page=4),
+        _chunk("Harriet admired Mr Elton.", emma, "Emma", None, page=5),
+    ]
+    built = build_context(chunks, 5000, 400)
+    labels = [line for line in built.text.splitlines() if line.startswith("#chk_")]
+    assert labels == [
+        f"{chunks[0].citation_id} [Alice, Chapter I]",  # the first names its book
+        chunks[1].citation_id,  # the same place: no label
+        f"{chunks[2].citation_id} [Chapter VIII]",  # the same book: its chapter only
+        f"{chunks[3].citation_id} [Emma, Volume I (p. 4)]",  # another book: named again
+        f"{chunks[4].citation_id} [(p. 5)]",
+    ]
+    # the payloads and the list of sources keep the whole label
+    assert built.sources[1] == "Alice, Chapter VIII"
+
+
+def test_scene_breaks_are_left_out_of_focused_passages():
+    text = (
+        "So she set to work and finished off the cake. * * * * * * * "
+        "Curiouser and curiouser, cried Alice. ----- She was so much surprised."
+    )
+    [focused] = focus_passages("What did Alice cry?", {"a": text}, hits=1, neighbours=1).values()
+    assert "*" not in focused and "---" not in focused
+    assert "Curiouser and curiouser, cried Alice." in focused
