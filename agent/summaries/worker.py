@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 
 from agent.chat.overview import warm_summary
 from agent.db import summaries as store
@@ -35,20 +36,22 @@ class SummaryWorker:
 
     async def run_once(self) -> int:
         """Summarize every document waiting now; returns how many were completed."""
-        completed = 0
         async with self.services.engine.connect() as conn:
             waiting = await store.documents_needing_summaries(conn)
-        for document_id in waiting:
-            try:
-                await summarize_document(self.services, document_id)
-            except (SummaryBusy, NothingToSummarize):
-                continue
-            except Exception:  # recorded on the document as 'failed'; keep serving others
-                logger.exception("summaries for document %s failed", document_id)
-                continue
-            completed += 1
-            await warm_summary(self.services, document_id)  # its overview reads fast
-        return completed
+        return sum([await self.summarize(document_id) for document_id in waiting])
+
+    async def summarize(self, document_id: uuid.UUID) -> bool:
+        """Summarize one document, then warm the local model with its overview (so asking
+        for it reads only the request); whether its summaries were completed."""
+        try:
+            await summarize_document(self.services, document_id)
+        except (SummaryBusy, NothingToSummarize):
+            return False
+        except Exception:  # recorded on the document as 'failed'; keep serving others
+            logger.exception("summaries for document %s failed", document_id)
+            return False
+        await warm_summary(self.services, document_id)
+        return True
 
     async def _loop(self) -> None:
         while True:

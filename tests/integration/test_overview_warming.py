@@ -20,6 +20,9 @@ from agent.chat.overview import (
 )
 from agent.db import summaries
 from agent.ingest.pipeline import ingest_bytes
+from agent.summaries.worker import SummaryWorker
+from tests.support.fakes import CountingWriter
+from tests.support.samples import book_text
 
 TEXT = "The ferryman Osric rows pilgrims across the grey river every morning at six. " * 4
 
@@ -107,3 +110,21 @@ async def test_a_written_summary_is_sent_to_the_model_server(services, new_user,
     plain = await ingest_bytes(services, user.id, b"plain\n\n" + TEXT.encode(), "plain.txt")
     assert await warm_summary(_local(services, local_model_url=url), plain.document_id) == 0
     assert len(posted) == 1
+
+
+async def test_the_summary_worker_warms_each_book_it_summarizes(
+    services, new_user, model_server, monkeypatch
+):
+    url, posted = model_server
+    user = await new_user("warm-worker")
+    found = await ingest_bytes(services, user.id, book_text().encode(), "tale.txt")
+
+    async def writer(settings, spec=None):
+        return CountingWriter("worker-model")
+
+    monkeypatch.setattr("agent.summaries.builder.summary_writer", writer)
+    local = _local(services, local_model_url=url)
+    assert await SummaryWorker(local).summarize(found.document_id)
+    [opening] = await overview_openings(services, 1, [found.document_id])
+    assert "Executive summary of" in opening[1]["content"]
+    assert opening in [body["messages"] for _, body in posted]
