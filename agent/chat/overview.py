@@ -8,7 +8,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+)
 
 from agent import prompts
 from agent.chat.books import Book
@@ -97,14 +102,10 @@ async def overview_openings(
     name = services.settings.assistant_name
     async with services.engine.connect() as conn:
         docs = await summaries.summarized_documents(conn, limit, document_ids)
-    roles = {"system": "system", "human": "user"}
     return [
-        [
-            {"role": roles[m.type], "content": m.content}
-            for m in summary_messages(
-                name, Book(d.id, d.title, d.author), d.global_summary or "", ""
-            )
-        ]
+        convert_to_openai_messages(
+            summary_messages(name, Book(d.id, d.title, d.author), d.global_summary or "", "")
+        )
         for d in docs
     ]
 

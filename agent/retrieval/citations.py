@@ -161,7 +161,8 @@ def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: in
 def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:
     """``Title, Chapter, Section (p. N)`` with missing parts left out."""
     label = ", ".join(x for x in (title, chapter, section) if x)
-    return f"{label} (p. {page})" if page is not None else label
+    page_part = f"(p. {page})" if page is not None else ""
+    return " ".join(x for x in (label, page_part) if x)
 
 
 def unique(items: Iterable[str]) -> list[str]:

@@ -101,7 +101,7 @@ def _label(chunk: RetrievedChunk, before: RetrievedChunk | None) -> str | None:
     if before.source == chunk.source:
         return None
     r = chunk.record
-    return format_source("", r.chapter_title, r.section_title, r.page).strip() or None
+    return format_source("", r.chapter_title, r.section_title, r.page) or None
 
 
 def _words(sentence: str) -> frozenset[str]:
