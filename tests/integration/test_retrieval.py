@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from sqlalchemy import text
 
-from agent.db.chunks import ChunkRecord, any_chunks
+from agent.db.chunks import any_chunks
 from agent.db.read_pool import APPLICATION_NAME
 from agent.db.scope import SearchScope, window_start
 from agent.ingest.pipeline import ingest_bytes
@@ -29,7 +29,7 @@ from agent.retrieval.expansion import expand_query, parse_rewrites
 from agent.retrieval.knowledge import snippet
 from agent.retrieval.rerank import llm_scores, parse_scores
 from agent.retrieval.search import SearchOptions, clear_search_cache, search
-from agent.retrieval.types import RetrievedChunk
+from tests.support.chunks import retrieved_chunk
 
 LIGHTHOUSE = "The lighthouse keeper polishes the great lamp every evening before the storm."
 BAKERY = "The village bakery sells rye bread and honey cakes on market days."
@@ -121,26 +121,16 @@ async def test_rerank_scores_are_parsed_and_bounded():
 
 
 def _chunk(text_: str, parent: uuid.UUID | None = None, parent_text: str | None = None, n=0):
-    record = ChunkRecord(
-        id=uuid.uuid4(),
-        document_id=uuid.uuid4(),
+    return retrieved_chunk(
+        text_,
+        cite_as=f"#chk_{n:08x}",
+        similarity=0.9,
         parent_id=parent,
         chunk_index=n,
-        text=text_,
         chapter_title="Chapter 1",
-        section_title=None,
         page=n + 1,
-        document_title="Book",
-        author=None,
-        file_type="txt",
-        doc_type="BOOK",
-        owner_id=uuid.uuid4(),
-        document_created_at=datetime.now(UTC),
         parent_text=parent_text,
-        tags=[],
-        has_embedding=True,
     )
-    return RetrievedChunk(record, f"#chk_{n:08x}", 1.0, 0.9, None)
 
 
 def test_context_uses_each_parent_once_and_drops_repeated_sentences():

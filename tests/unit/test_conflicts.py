@@ -5,18 +5,16 @@ section that shows both versions and asks which source to trust."""
 from __future__ import annotations
 
 import re
-import uuid
-from datetime import UTC, datetime
 
 import pytest
 
 from agent.chat.answering import Answer
 from agent.chat.conflicts import asks_which_to_trust, conflict_note, detect, show_conflicts
-from agent.db.chunks import ChunkRecord
 from agent.retrieval.citations import cited_ids
 from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
 from agent.retrieval.context import build_context
 from agent.retrieval.types import RetrievedChunk, chunk_payload
+from tests.support.chunks import retrieved_chunk
 from tests.support.paths import ALICE
 
 PLANTED = [
@@ -160,28 +158,7 @@ def test_keep_both_sides_keeps_a_pair_even_when_k_is_one():
 
 
 def _chunk(text: str, title: str) -> RetrievedChunk:
-    record = ChunkRecord(
-        id=uuid.uuid4(),
-        document_id=uuid.uuid4(),
-        parent_id=None,
-        chunk_index=0,
-        text=text,
-        chapter_title=None,
-        section_title=None,
-        page=None,
-        document_title=title,
-        author=None,
-        file_type="txt",
-        doc_type="USER",
-        owner_id=uuid.uuid4(),
-        document_created_at=datetime.now(UTC),
-        parent_text=None,
-        tags=[],
-        has_embedding=True,
-    )
-    from agent.retrieval.citations import citation_id
-
-    return RetrievedChunk(record, citation_id(record.id), 1.0, 0.8, None)
+    return retrieved_chunk(text, document_title=title, doc_type="USER")
 
 
 def _filler(i: int) -> str:

@@ -4,36 +4,16 @@ before named, and a scene break's ``* * *`` is not shown."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
-from agent.db.chunks import ChunkRecord
-from agent.retrieval.citations import citation_id
 from agent.retrieval.context import build_context
 from agent.retrieval.focus import focus_passages
-from agent.retrieval.types import RetrievedChunk
+from tests.support.chunks import retrieved_chunk
 
 
 def _chunk(text: str, document: uuid.UUID, title: str, chapter: str | None, page=None):
-    record = ChunkRecord(
-        id=uuid.uuid4(),
-        document_id=document,
-        parent_id=None,
-        chunk_index=0,
-        text=text,
-        chapter_title=chapter,
-        section_title=None,
-        page=page,
-        document_title=title,
-        author=None,
-        file_type="txt",
-        doc_type="BOOK",
-        owner_id=uuid.uuid4(),
-        document_created_at=datetime.now(UTC),
-        parent_text=None,
-        tags=[],
-        has_embedding=True,
+    return retrieved_chunk(
+        text, document_id=document, document_title=title, chapter_title=chapter, page=page
     )
-    return RetrievedChunk(record, citation_id(record.id), 1.0, 0.8, None)
 
 
 def test_a_label_leaves_out_what_the_block_before_named():
