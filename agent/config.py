@@ -59,9 +59,7 @@ class Settings(BaseSettings):
     chat_model: str = Field(
         default="local", description="'local', 'extractive', 'openai:<model>' or any provider."
     )
-    reasoning_model: str | None = Field(
-        default=None, description="Model for Path C (deep reasoning); default: the chat model."
-    )
+    reasoning_model: str | None = None  # Path C's (deep reasoning) model; unset: the chat model
     embedding_model: str = Field(default="local", description="'local' or 'openai:<model>'.")
     local_embedding: Literal["packaged", "int8-dynamic"] = Field(
         default="packaged", description="MiniLM file of a new library (README: The embedder)."
@@ -132,14 +130,9 @@ class Settings(BaseSettings):
     pii_density_medium: float = 0.005
 
     # --- URL ingestion -----------------------------------------------------------------
-    allow_private_urls: bool = Field(
-        default=False,
-        description="Let URL ingestion reach loopback, private and other non-public addresses.",
-    )
+    allow_private_urls: bool = False  # URL ingestion may reach loopback and private addresses
     url_max_bytes: int = 20_000_000  # the largest download URL ingestion accepts
-    url_timeout_seconds: float = Field(
-        default=15.0, description="Total time for one URL fetch, redirects included."
-    )
+    url_timeout_seconds: float = 15.0  # one URL fetch in all, redirects included
 
     # --- HTTP API ingestion ------------------------------------------------------------
     api_max_upload_bytes: int = Field(
@@ -295,6 +288,9 @@ class Settings(BaseSettings):
         description="Passages for the 1.5B local model: it is easily misled by distractors "
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
+    # Path C on the CPU model (~400 tokens; answer in context 38/58, 15 in 2,400 chars: 35)
+    local_top_k_deep: int = 3
+    local_deep_context_chars: int = 1800
     # each passage cut to its best-matching sentences and their neighbours before the model
     # reads it (agent.retrieval.focus; picked from the window of its parent around it)
     focus_context: bool = True
@@ -379,17 +375,21 @@ class Settings(BaseSettings):
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def context_budget(self, model_name: str) -> int:
+    def context_budget(self, model_name: str, mode: str = "specific") -> int:
         """Characters of retrieved context to give a model: smaller for the CPU model."""
-        return self.local_max_context_chars if model_name == "local" else self.max_context_chars
+        if model_name != "local":
+            return self.max_context_chars
+        return self.local_deep_context_chars if mode == "deep" else self.local_max_context_chars
 
     def discussion_budget(self, model_name: str) -> int:
         """Characters of earlier discussion in a prompt; none for the 1.5B CPU model, which
         copied earlier answers from it instead of reading the passages (measured)."""
         return 0 if model_name == "local" else 1200
 
-    def top_k(self, model_name: str) -> int:
-        """Passages to retrieve for a specific question (seed: 5; fewer for the CPU model)."""
+    def top_k(self, model_name: str, mode: str = "specific") -> int:
+        """Passages for a specific (seed: 5) or deep question (seed: 15); fewer on the CPU."""
+        if mode == "deep":
+            return self.local_top_k_deep if model_name == "local" else self.top_k_deep
         return self.local_top_k if model_name == "local" else self.top_k_specific
 
 

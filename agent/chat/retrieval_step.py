@@ -53,7 +53,7 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
     across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
     for the CPU model); each with its own threshold. ``top_k`` overrides the count."""
     k, threshold = {
-        "deep": (settings.top_k_deep, settings.threshold_deep),
+        "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
     }.get(mode, (settings.top_k(spec), settings.threshold_specific))
     return SearchOptions(
@@ -114,7 +114,7 @@ async def retrieve_context(
             scope,
             query,
             _search_options(settings, spec, mode, top_k),
-            max_chars=settings.context_budget(spec),
+            max_chars=settings.context_budget(spec, mode),
             model=model,
             query_vector=vector,
             cite_holders=True,

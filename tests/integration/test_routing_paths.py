@@ -155,3 +155,50 @@ async def test_fixed_replies_say_why_with_no_confidence(services, caucus_reader)
             "mode": None,
             "confidence": "n/a",
         }
+
+
+@pytest.mark.parametrize(
+    ("spec", "passages", "budget"),
+    [("local", "local_top_k_deep", "local_deep_context_chars"), ("openai:x", "top_k_deep", None)],
+)
+async def test_deep_reasoning_on_the_cpu_model_reads_fewer_passages(
+    services, alice_reader, monkeypatch, spec, passages, budget
+):
+    # the 1.5B model reads ~110 prompt tokens/s: Path C gets a few focused passages there,
+    # and the seed's 15 within the larger budget on a hosted model
+    from langchain_core.language_models import FakeListChatModel
+
+    from agent.db.scope import SearchScope
+
+    user, book = alice_reader
+    settings = services.settings
+    monkeypatch.setattr(settings, "query_expansion", False)
+    seen = []
+    search = retrieval_step.knowledge_search
+
+    async def recording(services, scope, query, options, **kwargs):
+        found = await search(services, scope, query, options, **kwargs)
+        seen.append((options, kwargs["max_chars"], found))
+        return found
+
+    monkeypatch.setattr(retrieval_step, "knowledge_search", recording)
+    state = {
+        "question": "Why does Alice keep changing size, and how does she feel about it?",
+        "chat_id": str(uuid.uuid4()),
+        "route": "deep_reasoning",
+        "memory": {},
+    }
+    update = await retrieval_step.retrieve_context(
+        services,
+        state,
+        model=FakeListChatModel(responses=["unused"]),
+        spec=spec,
+        scope=SearchScope(user_id=user.id, document_ids=(book.document_id,)),
+    )
+    [(options, max_chars, found)] = seen
+    assert options.k == getattr(settings, passages) and options.query_type == "deep"
+    assert max_chars == (getattr(settings, budget) if budget else settings.max_context_chars)
+    assert 0 < len(found.result.chunks) <= options.k
+    # the hosted model's context is longer than the CPU model's whole budget
+    fits = len(update["context"]) <= settings.local_deep_context_chars
+    assert fits == (spec == "local"), len(update["context"])
