@@ -288,9 +288,9 @@ class Settings(BaseSettings):
         description="Passages for the 1.5B local model: it is easily misled by distractors "
         "(measured: 2 passages answered a probe 3/3, 4 passages 1/3).",
     )
-    # Path C on the CPU model (~400 tokens; answer in context 38/58, 15 in 2,400 chars: 35)
+    # Path C on the CPU model (~400 tokens; answer in context 38/58; 15 in 2,400 chars: 35)
     local_top_k_deep: int = 3
-    local_deep_context_chars: int = 1800
+    local_deep_context_chars: int = 1700
     # each passage cut to its best-matching sentences and their neighbours before the model
     # reads it (agent.retrieval.focus; picked from the window of its parent around it)
     focus_context: bool = True

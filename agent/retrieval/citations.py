@@ -98,13 +98,30 @@ def _with_citation(sentence: str, cid: str) -> str:
     return f"{stripped[:end]} {cid}{stripped[end:]}{trail}"
 
 
-def _recite(sentence: str, passages: _Passages, min_support: int) -> str:
+def _answer_words_elsewhere(
+    ids: list[str], terms: set[str], asked: set[str], passages: _Passages
+) -> str | None:
+    """The passage holding more of the words a sentence adds to the question than any it
+    cites, if one does ("turns into a pig" cites where "pig" is, not where "baby" is)."""
+    added = terms - asked
+    if not ids or not asked or not added:
+        return None
+    held = max(len(added & passages.terms[i]) for i in ids)
+    best_id, best = None, held
+    for c in passages.chunks:  # ties go to the better-ranked passage
+        n = len(added & passages.terms[c.citation_id])
+        if n > best:
+            best_id, best = c.citation_id, n
+    return best_id
+
+
+def _recite(sentence: str, passages: _Passages, min_support: int, asked: set[str]) -> str:
     """One sentence with its citation moved to, or given, the chunk that supports it."""
     plain = CITATION_RE.sub(" ", sentence)
     terms, marks = _terms(plain), anchors(plain, passages.names)
     ids = cited_ids(sentence)
     if len(terms) < min_support and not marks:
-        return sentence
+        return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
     best_id, best_marks, best_terms = passages.best(terms, marks)
     if not ids:
         # from one passage: most of its words, or every name and figure it states with more
@@ -126,12 +143,21 @@ def _recite(sentence: str, passages: _Passages, min_support: int) -> str:
         and supported * 2 < best_terms
     )
     if moved:
+        return _move(sentence, ids, best_id)
+    return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
+
+
+def _move(sentence: str, ids: list[str], to: str | None) -> str:
+    """``sentence`` citing ``to`` instead of ``ids`` (unchanged when ``to`` is None)."""
+    if to is not None:
         for i in ids:
-            sentence = sentence.replace(i, best_id)
+            sentence = sentence.replace(i, to)
     return sentence
 
 
-def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: int = 3) -> str:
+def guard_citations(
+    answer: str, chunks: Sequence[CitableChunk], min_support: int = 3, question: str = ""
+) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
     1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context.
@@ -140,6 +166,8 @@ def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: in
        shares far fewer content words with the sentence than another context chunk (at
        least ``min_support`` words) moves to that one; a sentence with no citation gets the
        chunk it clearly comes from, if any.
+    3. With the ``question``: a citation moves to the chunk holding more of the words the
+       sentence adds to the question (its answer) than the chunks it cites.
     """
     known = {c.citation_id for c in chunks}
 
@@ -155,7 +183,8 @@ def guard_citations(answer: str, chunks: Sequence[CitableChunk], min_support: in
     passages = _Passages.of(chunks)
     # a citation right after the full stop still belongs to that sentence
     sentences = answer_sentences(cleaned)
-    return "".join(_recite(s, passages, min_support) for s in sentences)
+    asked = _terms(question)
+    return "".join(_recite(s, passages, min_support, asked) for s in sentences)
 
 
 def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:

@@ -159,3 +159,28 @@ def test_mr_and_initials_do_not_end_a_sentence():
         " Then Mrs. Bennet spoke #chk_77777777.",
         " Done.",
     ]
+
+
+BABY = CitableChunk(
+    "#chk_66666666",
+    "The Duchess tossed the baby violently up and down, and the poor little thing howled.",
+)
+PIG = CitableChunk(
+    "#chk_77777777",
+    "It was neither more nor less than a pig, and she felt it would be quite absurd to carry it.",
+)
+
+
+def test_with_the_question_a_citation_goes_where_the_answer_word_is():
+    # both passages share words with the sentence; only one holds what it adds to the question
+    answer = "The Duchess's baby turns into a pig #chk_66666666."
+    question = "What does the Duchess's baby turn into?"
+    assert cited_ids(guard_citations(answer, [BABY, PIG], question=question)) == [PIG.citation_id]
+    # without the question nothing tells the question's words from the answer's
+    assert cited_ids(guard_citations(answer, [BABY, PIG])) == [BABY.citation_id]
+
+
+def test_a_citation_holding_the_answer_words_stays():
+    answer = "It was a pig, quite absurd to carry #chk_77777777."
+    question = "What did the baby become?"
+    assert guard_citations(answer, [BABY, PIG], question=question) == answer
