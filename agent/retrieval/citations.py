@@ -155,18 +155,36 @@ def _move(sentence: str, ids: list[str], to: str | None) -> str:
     return sentence
 
 
+_LEADING_IDS = re.compile(r"^\s*((?:#chk_[0-9a-f]{8}[\s,;:]*)+)")
+
+
+def _leading_ids_to_first_sentence(answer: str) -> str:
+    """An answer opening with bare ids (a small model echoing the passages' layout) has them
+    at the end of its first sentence instead, where the reader and the guard look."""
+    m = _LEADING_IDS.match(answer)
+    rest = answer[m.end() :] if m else ""
+    if not rest.strip():
+        return answer
+    first, *others = answer_sentences(rest)
+    ids = [i for i in cited_ids(m.group(1)) if i not in first]
+    if ids:
+        first = _with_citation(first, " ".join(ids))
+    return first + "".join(others)
+
+
 def guard_citations(
     answer: str, chunks: Sequence[CitableChunk], min_support: int = 3, question: str = ""
 ) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
     1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context.
-    2. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
+    2. Ids opening the answer go to the end of its first sentence.
+    3. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
        to the chunk that has more of them (:mod:`agent.retrieval.anchors`); one whose chunk
        shares far fewer content words with the sentence than another context chunk (at
        least ``min_support`` words) moves to that one; a sentence with no citation gets the
        chunk it clearly comes from, if any.
-    3. With the ``question``: a citation moves to the chunk holding more of the words the
+    4. With the ``question``: a citation moves to the chunk holding more of the words the
        sentence adds to the question (its answer) than the chunks it cites.
     """
     known = {c.citation_id for c in chunks}
@@ -178,6 +196,7 @@ def guard_citations(
     cleaned = CITATION_RE.sub(fix, answer)
     cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
+    cleaned = _leading_ids_to_first_sentence(cleaned)
     if not chunks:
         return cleaned
     passages = _Passages.of(chunks)

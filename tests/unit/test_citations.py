@@ -184,3 +184,12 @@ def test_a_citation_holding_the_answer_words_stays():
     answer = "It was a pig, quite absurd to carry #chk_77777777."
     question = "What did the baby become?"
     assert guard_citations(answer, [BABY, PIG], question=question) == answer
+
+
+def test_ids_opening_an_answer_end_its_first_sentence():
+    # a small model echoes the passages' layout: the id first, then the answer
+    fixed = guard_citations("#chk_77777777\n\nIt became a pig.\nThe end.", [BABY, PIG])
+    assert fixed.startswith("It became a pig #chk_77777777.")
+    assert guard_citations("#chk_77777777", [BABY, PIG]) == "#chk_77777777"
+    cited = guard_citations("#chk_77777777 It was a pig #chk_77777777.", [BABY, PIG])
+    assert cited == "It was a pig #chk_77777777."
