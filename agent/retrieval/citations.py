@@ -106,13 +106,13 @@ def _answer_words_elsewhere(
     added = terms - asked
     if not ids or not asked or not added:
         return None
-    held = max(len(added & passages.terms[i]) for i in ids)
-    best_id, best = None, held
-    for c in passages.chunks:  # ties go to the better-ranked passage
-        n = len(added & passages.terms[c.citation_id])
-        if n > best:
-            best_id, best = c.citation_id, n
-    return best_id
+
+    def holds(cid: str) -> int:
+        return len(added & passages.terms[cid])
+
+    # max keeps the first of equals: ties go to the better-ranked passage
+    best = max((c.citation_id for c in passages.chunks), key=holds)
+    return best if holds(best) > max(holds(i) for i in ids) else None
 
 
 def _recite(sentence: str, passages: _Passages, min_support: int, asked: set[str]) -> str:

@@ -116,6 +116,21 @@ async def test_an_explicit_web_request_goes_to_the_web_at_once(services, caucus_
     assert web_calls == ["Search the web for the Caucus-race"]
 
 
+@pytest.fixture
+def searches(monkeypatch) -> list:
+    """The turn's document searches, recorded as (options, max_chars, what was found)."""
+    seen: list = []
+    search = retrieval_step.knowledge_search
+
+    async def recording(services, scope, query, options, **kwargs):
+        found = await search(services, scope, query, options, **kwargs)
+        seen.append((options, kwargs.get("max_chars"), found))
+        return found
+
+    monkeypatch.setattr(retrieval_step, "knowledge_search", recording)
+    return seen
+
+
 @pytest.mark.parametrize(
     ("question", "mode", "k", "threshold"),
     [
@@ -126,18 +141,10 @@ async def test_an_explicit_web_request_goes_to_the_web_at_once(services, caucus_
     ],
 )
 async def test_broad_questions_search_with_the_general_settings(
-    services, caucus_reader, monkeypatch, question, mode, k, threshold
+    services, caucus_reader, searches, question, mode, k, threshold
 ):
-    seen = []
-    search = retrieval_step.knowledge_search
-
-    async def recording(services, scope, query, options, **kwargs):
-        seen.append(options)
-        return await search(services, scope, query, options, **kwargs)
-
-    monkeypatch.setattr(retrieval_step, "knowledge_search", recording)
     state = await graph.ainvoke(_ask(question), context=Context(user=caucus_reader.name))
-    assert [(o.k, o.threshold, o.query_type) for o in seen] == [(k, threshold, mode)]
+    assert [(o.k, o.threshold, o.query_type) for o, _, _ in searches] == [(k, threshold, mode)]
     assert state["retrieval"]["query_type"] == mode and state["routing"]["mode"] == mode
     assert state["retrieval"]["threshold"] == threshold
 
@@ -162,7 +169,7 @@ async def test_fixed_replies_say_why_with_no_confidence(services, caucus_reader)
     [("local", "local_top_k_deep", "local_deep_context_chars"), ("openai:x", "top_k_deep", None)],
 )
 async def test_deep_reasoning_on_the_cpu_model_reads_fewer_passages(
-    services, alice_reader, monkeypatch, spec, passages, budget
+    services, alice_reader, monkeypatch, searches, spec, passages, budget
 ):
     # the 1.5B model reads ~110 prompt tokens/s: Path C gets a few focused passages there,
     # and the seed's 15 within the larger budget on a hosted model
@@ -173,15 +180,6 @@ async def test_deep_reasoning_on_the_cpu_model_reads_fewer_passages(
     user, book = alice_reader
     settings = services.settings
     monkeypatch.setattr(settings, "query_expansion", False)
-    seen = []
-    search = retrieval_step.knowledge_search
-
-    async def recording(services, scope, query, options, **kwargs):
-        found = await search(services, scope, query, options, **kwargs)
-        seen.append((options, kwargs["max_chars"], found))
-        return found
-
-    monkeypatch.setattr(retrieval_step, "knowledge_search", recording)
     state = {
         "question": "Why does Alice keep changing size, and how does she feel about it?",
         "chat_id": str(uuid.uuid4()),
@@ -195,7 +193,7 @@ async def test_deep_reasoning_on_the_cpu_model_reads_fewer_passages(
         spec=spec,
         scope=SearchScope(user_id=user.id, document_ids=(book.document_id,)),
     )
-    [(options, max_chars, found)] = seen
+    [(options, max_chars, found)] = searches
     assert options.k == getattr(settings, passages) and options.query_type == "deep"
     assert max_chars == (getattr(settings, budget) if budget else settings.max_context_chars)
     assert 0 < len(found.result.chunks) <= options.k
