@@ -17,6 +17,7 @@ from agent.retrieval.citations import (
     unique,
     unknown_citations,
 )
+from agent.retrieval.pointers import without_pointer_sentences
 
 
 @dataclass
@@ -116,13 +117,17 @@ def finish_grounded(
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
     With the ``question``, sentences stating a name or number that neither it nor any
     passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
-    to the passage holding what its sentence adds to the question.
+    to the passage holding what its sentence adds to the question. On the hybrid path,
+    sentences after the first that only say where the answer is written ("This is stated
+    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
     removed = unknown_citations(raw, (c.citation_id for c in citable))
     if question is not None and citable:
         raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
+    if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
+        raw = without_pointer_sentences(raw)
     text = guard_citations(raw, citable, question=question or "")
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]

@@ -79,7 +79,8 @@ _NOT_NAMES = frozenset(
 )
 
 
-_BOUNDARY = re.compile(r"(?<=[.!?])(?=\s(?!\s*#chk_))")
+# after a sentence's end, or after the quote it closes when a new sentence follows
+_BOUNDARY = re.compile(r"(?<=[.!?])(?=\s(?!\s*#chk_))|(?<=[.!?][\"”’])(?=\s+[A-Z])")
 
 
 def answer_sentences(text: str) -> list[str]:

@@ -87,7 +87,8 @@ class _Passages:
         return best_id, *best
 
 
-def _with_citation(sentence: str, cid: str) -> str:
+def with_citation(sentence: str, cid: str) -> str:
+    """``sentence`` with ``cid`` at its end, before its full stop (after a closing quote)."""
     stripped = sentence.rstrip()
     trail = sentence[len(stripped) :]
     end = len(stripped)
@@ -130,7 +131,7 @@ def _recite(sentence: str, passages: _Passages, min_support: int, asked: set[str
         clear = best_terms >= min_support or (
             named and (len(marks) >= 2 and best_terms >= 2 or best_terms == len(terms))
         )
-        return _with_citation(sentence, best_id) if clear else sentence
+        return with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks
     supported = max(len(terms & passages.terms[i]) for i in ids)
     # the name or figure the sentence states is in another passage than the one it cites;
@@ -168,7 +169,7 @@ def _leading_ids_to_first_sentence(answer: str) -> str:
     first, *others = answer_sentences(rest)
     ids = [i for i in cited_ids(m.group(1)) if i not in first]
     if ids:
-        first = _with_citation(first, " ".join(ids))
+        first = with_citation(first, " ".join(ids))
     return first + "".join(others)
 
 

@@ -1,0 +1,72 @@
+"""Sentences that point at the passages instead of saying anything.
+
+A small model often follows its answer with "This can be found in the passage #chk_…,
+which states: …" or "This information is stated in the first context passage". The reader
+never saw "the context passage" (it is the prompt's word), and the citation such a sentence
+carries is usually a second, weaker one, often on a quote that does not hold the answer.
+:func:`without_pointer_sentences` drops them after an answer's first sentence; a citation
+they carried goes to the sentence before them when that one cites nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.retrieval.anchors import answer_sentences
+from agent.retrieval.citations import CITATION_RE, cited_ids, with_citation
+
+_PLACE = (
+    r"(?:(?:first|second|third|last|same|relevant|above|provided|given|cited|following) )*"
+    r"(?:context(?: passages?)?|passages?|excerpts?|citations?(?: ids?)?|sources?)"
+)
+# how a pointer sentence opens: "This ...", "The information ...", "In the first passage ..."
+_OPENING = re.compile(
+    r"^[\W\d_]*(?:this|that|it|these|both|"
+    r"(?:the|this|that) (?:information|answer|fact|detail|scene|quote|statement)s?|"
+    rf"(?:(?:in|from|as|according to) )?(?:the|this|that|each|both) {_PLACE})\b",
+    re.IGNORECASE,
+)
+# "1. #chk_1a2b3c4d states: ..." (a list of quotes)
+_QUOTING_ID = re.compile(
+    r"^[\W\d_]*#chk_[0-9a-f]{8}\W*(?:states?|says|mentions?|reads|describes)\b", re.IGNORECASE
+)
+_REFERENCE = re.compile(rf"\b{_PLACE}\b", re.IGNORECASE)
+_POINTING = re.compile(
+    r"\b(?:found|stated?|states|mentioned|mentions?|described|describes|explained|explains|"
+    r"seen|inferred|shown|shows|says|reads|confirms?|confirmed|supports?|supported|"
+    r"indicates?|indicated)\b",
+    re.IGNORECASE,
+)
+
+
+_WORDS = re.compile(r"\w")
+
+
+def is_pointer_sentence(sentence: str) -> bool:
+    """Whether ``sentence`` only says where something is written ("This is stated in the
+    passage #chk_…"): it opens on a pointer, names the passages and points at them."""
+    if _QUOTING_ID.match(sentence):
+        return True
+    plain = CITATION_RE.sub(" ", sentence)
+    return bool(
+        _OPENING.match(plain) and _REFERENCE.search(plain) and _POINTING.search(plain)
+    )
+
+
+def without_pointer_sentences(answer: str) -> str:
+    """``answer`` without the pointer sentences after its first sentence (see the module
+    docs); a dropped sentence's citations go to the sentence before it if that has none."""
+    sentences = answer_sentences(answer)
+    kept = sentences[:1]
+    dropped = False
+    for sentence in sentences[1:]:
+        # what is left of a dropped sentence (its closing quote) goes with it
+        if not is_pointer_sentence(sentence) and not (dropped and not _WORDS.search(sentence)):
+            kept.append(sentence)
+            dropped = False
+            continue
+        dropped = True
+        ids = [i for i in cited_ids(sentence) if i]
+        if ids and not cited_ids(kept[-1]):
+            kept[-1] = with_citation(kept[-1], " ".join(ids))
+    return "".join(kept).rstrip() if len(kept) < len(sentences) else answer

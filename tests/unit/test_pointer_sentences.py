@@ -1,0 +1,91 @@
+"""Sentences that only say where the answer is written are dropped after the answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.chat.answering import finish_grounded
+from agent.retrieval.pointers import is_pointer_sentence, without_pointer_sentences
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "This can be found in the passage #chk_1a2b3c4d, which states: \"She left.\"",
+        "This information is stated in the first context passage, #chk_1a2b3c4d.",
+        "The context passage states: \"Their party in the dining-room was large.\"",
+        "This can be seen in the context passages where he mentions it.",
+        "1. #chk_1a2b3c4d states: \"To be fond of dancing was a certain step.\"",
+        "The information can be found in passages #chk_1a2b3c4d and #chk_2b3c4d5e.",
+    ],
+)
+def test_sentences_pointing_at_the_passages(sentence):
+    assert is_pointer_sentence(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The meeting moved to Friday #chk_1a2b3c4d.",
+        "This label is important because it indicates that Alice should not drink it.",
+        "It was written in small letters, so it could be missed #chk_1a2b3c4d.",
+        "According to the ledger, the mill was sold in 1852.",
+        "The passage of the bill took three years #chk_1a2b3c4d.",
+    ],
+)
+def test_sentences_that_say_something(sentence):
+    assert not is_pointer_sentence(sentence)
+
+
+def test_pointer_sentences_after_the_answer_are_dropped_with_their_quote():
+    answer = (
+        "The Dormouse is asleep between them #chk_579c2922. This can be found in the "
+        'passage #chk_bd2a4938, which states: "Just as she said this, she noticed a door. "'
+    )
+    assert without_pointer_sentences(answer) == (
+        "The Dormouse is asleep between them #chk_579c2922."
+    )
+
+
+def test_the_first_sentence_stays_even_when_it_points():
+    answer = (
+        'The passage that answers this is #chk_98ad5d0d, which states: "He brought Darcy." '
+        "He came the next day."
+    )
+    assert without_pointer_sentences(answer) == answer
+
+
+def test_a_dropped_citation_moves_to_an_uncited_sentence_before_it():
+    answer = (
+        'The riddle is "Why is a raven like a writing-desk?" This can be found in the '
+        "citation id #chk_0894bc1a, which describes the tea-party."
+    )
+    out = without_pointer_sentences(answer)
+    assert out.startswith('The riddle is "Why is a raven like a writing-desk?"')
+    assert out.endswith("#chk_0894bc1a")
+    assert "tea-party" not in out
+
+
+def test_an_answer_without_pointers_is_unchanged():
+    answer = "Alice's cat is Dinah #chk_257a1490. She is a good mouser #chk_257a1490."
+    assert without_pointer_sentences(answer) == answer
+
+
+def _chunk(cid: str, text: str) -> dict:
+    return {"id": cid, "chunk_id": cid[5:], "text": text, "source": "Book"}
+
+
+def test_only_the_hybrid_path_drops_them():
+    retrieved = [
+        _chunk("#chk_257a1490", "Dinah is Alice's cat, and she catches mice."),
+        _chunk("#chk_c7281f95", "There are no mice in the air, but you might catch a bat."),
+    ]
+    raw = (
+        "Alice's cat is Dinah #chk_257a1490. This can be found in the passage "
+        "#chk_c7281f95, where it states that there are no mice in the air."
+    )
+    hybrid = finish_grounded(raw, retrieved, route="hybrid", model_used="m", tokens_used=1)
+    assert hybrid.text == "Alice's cat is Dinah #chk_257a1490."
+    assert [c["id"] for c in hybrid.citations] == ["#chk_257a1490"]
+    deep = finish_grounded(raw, retrieved, route="deep_reasoning", model_used="m", tokens_used=1)
+    assert "#chk_c7281f95" in deep.text
