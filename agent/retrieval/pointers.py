@@ -28,13 +28,16 @@ _OPENING = re.compile(
 )
 # "1. #chk_1a2b3c4d states: ..." (a list of quotes)
 _QUOTING_ID = re.compile(
-    r"^[\W\d_]*#chk_[0-9a-f]{8}\W*(?:states?|says|mentions?|reads|describes)\b", re.IGNORECASE
+    r"^[\W\d_]*#chk_[0-9a-f]{8}\W*(?:states?|says|mentions?|reads)\s*[:,]?\s*[\"“]",
+    re.IGNORECASE,
 )
 _REFERENCE = re.compile(rf"\b{_PLACE}\b", re.IGNORECASE)
+# where, not what: "can be found in", "is stated in"; or a quote follows ("states: "...")
 _POINTING = re.compile(
-    r"\b(?:found|stated?|states|mentioned|mentions?|described|describes|explained|explains|"
-    r"seen|inferred|shown|shows|says|reads|confirms?|confirmed|supports?|supported|"
-    r"indicates?|indicated)\b",
+    r"\b(?:can|could|may) be (?:\w+ )?(?:found|seen|inferred|read)\b|"
+    r"\b(?:is|are|was|were) (?:\w+ )?(?:found|stated|mentioned|shown|described|given|"
+    r"confirmed|supported|indicated|explained)\b|"
+    r"\b(?:states?|says|reads|mentions?|notes?)\s*[:,]?\s*[\"“]",
     re.IGNORECASE,
 )
 
@@ -48,9 +51,7 @@ def is_pointer_sentence(sentence: str) -> bool:
     if _QUOTING_ID.match(sentence):
         return True
     plain = CITATION_RE.sub(" ", sentence)
-    return bool(
-        _OPENING.match(plain) and _REFERENCE.search(plain) and _POINTING.search(plain)
-    )
+    return bool(_OPENING.match(plain) and _REFERENCE.search(plain) and _POINTING.search(plain))
 
 
 def without_pointer_sentences(answer: str) -> str:

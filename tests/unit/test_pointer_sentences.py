@@ -11,11 +11,11 @@ from agent.retrieval.pointers import is_pointer_sentence, without_pointer_senten
 @pytest.mark.parametrize(
     "sentence",
     [
-        "This can be found in the passage #chk_1a2b3c4d, which states: \"She left.\"",
+        'This can be found in the passage #chk_1a2b3c4d, which states: "She left."',
         "This information is stated in the first context passage, #chk_1a2b3c4d.",
-        "The context passage states: \"Their party in the dining-room was large.\"",
+        'The context passage states: "Their party in the dining-room was large."',
         "This can be seen in the context passages where he mentions it.",
-        "1. #chk_1a2b3c4d states: \"To be fond of dancing was a certain step.\"",
+        '1. #chk_1a2b3c4d states: "To be fond of dancing was a certain step."',
         "The information can be found in passages #chk_1a2b3c4d and #chk_2b3c4d5e.",
     ],
 )
@@ -31,6 +31,9 @@ def test_sentences_pointing_at_the_passages(sentence):
         "It was written in small letters, so it could be missed #chk_1a2b3c4d.",
         "According to the ledger, the mill was sold in 1852.",
         "The passage of the bill took three years #chk_1a2b3c4d.",
+        "This passage describes Alice's reaction to the Mock Turtle by saying she would like "
+        "to see the dance #chk_89772778.",
+        "#chk_1a2b3c4d describes how the mill burned down.",
     ],
 )
 def test_sentences_that_say_something(sentence):
