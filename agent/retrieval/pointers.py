@@ -47,11 +47,13 @@ _WORDS = re.compile(r"\w")
 
 def is_pointer_sentence(sentence: str) -> bool:
     """Whether ``sentence`` only says where something is written ("This is stated in the
-    passage #chk_…"): it opens on a pointer, names the passages and points at them."""
+    passage #chk_…"): it opens on a pointer, names a passage (or cites one) and says it
+    is written there, or quotes it."""
     if _QUOTING_ID.match(sentence):
         return True
     plain = CITATION_RE.sub(" ", sentence)
-    return bool(_OPENING.match(plain) and _REFERENCE.search(plain) and _POINTING.search(plain))
+    names_a_passage = _REFERENCE.search(plain) or CITATION_RE.search(sentence)
+    return bool(_OPENING.match(plain) and names_a_passage and _POINTING.search(plain))
 
 
 def without_pointer_sentences(answer: str) -> str:

@@ -17,6 +17,7 @@ from agent.retrieval.pointers import is_pointer_sentence, without_pointer_senten
         "This can be seen in the context passages where he mentions it.",
         '1. #chk_1a2b3c4d states: "To be fond of dancing was a certain step."',
         "The information can be found in passages #chk_1a2b3c4d and #chk_2b3c4d5e.",
+        "This information can be found in both #chk_381f8409 and #chk_2b3c4d5e.",
     ],
 )
 def test_sentences_pointing_at_the_passages(sentence):
