@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -80,6 +81,8 @@ class ReaderIndex:
         self.dead_rows = 0
         self.postings = 0
         self._views: OrderedDict[str, _View] = OrderedDict()
+        self.arrays_lock = threading.Lock()
+        """Held while questions are scored (in a worker thread) and while the arrays change."""
         self.load_lock = asyncio.Lock()
         self.background: asyncio.Task | None = None
 
@@ -103,6 +106,10 @@ class ReaderIndex:
 
     def add(self, batch: PostingsBatch) -> None:
         """Append a loaded batch; an older version of any of its documents dies."""
+        with self.arrays_lock:
+            self._add(batch)
+
+    def _add(self, batch: PostingsBatch) -> None:
         base = self.rows
         slot_of = np.empty(len(batch.documents), dtype=np.int32)
         per_doc = np.bincount(batch.chunk_doc, minlength=len(batch.documents))
@@ -130,9 +137,11 @@ class ReaderIndex:
         unshared. Only call with the list of an unfiltered scope."""
         present = {d.id for d in documents}
         gone = [doc_id for doc_id in self.slots if doc_id not in present]
-        for doc_id in gone:
-            self._kill(self.slots.pop(doc_id))
-        if gone:
+        if not gone:
+            return
+        with self.arrays_lock:
+            for doc_id in gone:
+                self._kill(self.slots.pop(doc_id))
             self._views.clear()
             self._maybe_compact()
 
@@ -198,6 +207,14 @@ class ReaderIndex:
         while len(self._views) > _MAX_VIEWS:
             self._views.popitem(last=False)
         return made
+
+    def score_all(
+        self, view: _View, questions: Sequence[Sequence[str]], k: int, bm25: BM25Params
+    ) -> list[list[ScoredChunkId]]:
+        """:meth:`score` for each question's terms, the arrays held still meanwhile (safe
+        to call from a worker thread while the event loop loads other documents)."""
+        with self.arrays_lock:
+            return [self.score(view, terms, k, bm25) for terms in questions]
 
     def score(
         self, view: _View, terms: Sequence[str], k: int, bm25: BM25Params
@@ -343,7 +360,9 @@ class KeywordIndexes:
                 index.forget_missing(documents)
             gone = {d.id for d in index.missing(documents)}  # deleted between the two reads
             view = index.make_view(visible.fingerprint, [d for d in documents if d.id not in gone])
-        return [index.score(view, terms, k, bm25) for terms in state.query_terms]
+        # in a worker thread: the event loop meanwhile sends the dense read as soon as the
+        # question's vector is ready (numpy releases the GIL in its array loops)
+        return await asyncio.to_thread(index.score_all, view, state.query_terms, k, bm25)
 
     async def close(self) -> None:
         """Stop background loads (the process or event loop is ending)."""

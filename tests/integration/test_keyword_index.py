@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import uuid
 
 import numpy as np
@@ -229,6 +230,28 @@ async def test_fingerprints_agree_and_views_are_reused(services, new_user):
     indexes = KeywordIndexes(10_000_000, 10_000_000)
     await _rankings(services, indexes, scope, "lamp")
     assert indexes.reader(user.id).view(state.fingerprint) is not None
+
+
+async def test_questions_are_scored_off_the_event_loop(services, new_user, monkeypatch):
+    """Scoring a large library takes milliseconds of CPU: a worker thread does it, so the
+    event loop goes on (the dense read is sent, other requests are served) meanwhile, and
+    the arrays are held still while it runs."""
+    user = await new_user("kw-thread")
+    await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    scope = SearchScope(user_id=user.id)
+    indexes = KeywordIndexes(10_000_000, 10_000_000)
+    seen = []
+    original = ReaderIndex.score
+
+    def recording(self, *args, **kwargs):
+        seen.append(
+            (threading.current_thread() is threading.main_thread(), self.arrays_lock.locked())
+        )
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReaderIndex, "score", recording)
+    assert await _rankings(services, indexes, scope, "lamp")
+    assert seen == [(False, True)]
 
 
 async def test_ingest_loads_one_document_and_delete_forgets_it(services, new_user):
