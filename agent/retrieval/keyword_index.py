@@ -105,7 +105,8 @@ class ReaderIndex:
         return out
 
     def add(self, batch: PostingsBatch) -> None:
-        """Append a loaded batch; an older version of any of its documents dies."""
+        """Append a loaded batch; an older version of any of its documents dies (after any
+        question being scored: a load is rare, a question takes milliseconds)."""
         with self.arrays_lock:
             self._add(batch)
 

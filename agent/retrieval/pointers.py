@@ -69,7 +69,7 @@ def without_pointer_sentences(answer: str) -> str:
             dropped = False
             continue
         dropped = True
-        ids = [i for i in cited_ids(sentence) if i]
+        ids = cited_ids(sentence)
         if ids and not cited_ids(kept[-1]):
             kept[-1] = with_citation(kept[-1], " ".join(ids))
     return "".join(kept).rstrip() if len(kept) < len(sentences) else answer
