@@ -79,8 +79,11 @@ _NOT_NAMES = frozenset(
 )
 
 
-# after a sentence's end, or after the quote it closes when a new sentence follows
-_BOUNDARY = re.compile(r"(?<=[.!?])(?=\s(?!\s*#chk_))|(?<=[.!?][\"”’])(?=\s+[A-Z])")
+# after a sentence's end (not before its citation), after the quote it closes when a new
+# sentence follows, or at a paragraph break (a small model often leaves out the full stop)
+_BOUNDARY = re.compile(
+    r"(?<=[.!?…])(?=\s(?!\s*#chk_))|(?<=[.!?][\"”’])(?=\s+[A-Z])|(?<=\S)(?=[ \t]*\n\s*\n(?!\s*#chk_))"
+)
 
 
 def answer_sentences(text: str) -> list[str]:

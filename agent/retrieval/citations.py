@@ -116,10 +116,17 @@ def _answer_words_elsewhere(
     return best if holds(best) > max(holds(i) for i in ids) else None
 
 
-def _recite(sentence: str, passages: _Passages, min_support: int, asked: set[str]) -> str:
-    """One sentence with its citation moved to, or given, the chunk that supports it."""
+def _recite(
+    sentence: str,
+    passages: _Passages,
+    min_support: int,
+    asked: set[str],
+    asked_marks: frozenset[str] = frozenset(),
+) -> str:
+    """One sentence with its citation moved to, or given, the chunk that supports it; the
+    names and numbers it repeats from the question (``asked_marks``) do not decide where."""
     plain = CITATION_RE.sub(" ", sentence)
-    terms, marks = _terms(plain), anchors(plain, passages.names)
+    terms, marks = _terms(plain), anchors(plain, passages.names) - asked_marks
     ids = cited_ids(sentence)
     if len(terms) < min_support and not marks:
         return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
@@ -204,7 +211,8 @@ def guard_citations(
     # a citation right after the full stop still belongs to that sentence
     sentences = answer_sentences(cleaned)
     asked = _terms(question)
-    return "".join(_recite(s, passages, min_support, asked) for s in sentences)
+    asked_marks = frozenset(anchors(question, passages.names))
+    return "".join(_recite(s, passages, min_support, asked, asked_marks) for s in sentences)
 
 
 def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:

@@ -193,3 +193,45 @@ def test_ids_opening_an_answer_end_its_first_sentence():
     assert guard_citations("#chk_77777777", [BABY, PIG]) == "#chk_77777777"
     cited = guard_citations("#chk_77777777 It was a pig #chk_77777777.", [BABY, PIG])
     assert cited == "It was a pig #chk_77777777."
+
+
+RABBIT_HOLE = CitableChunk(
+    "#chk_0a0a0a0a",
+    "The rabbit-hole went straight on like a tunnel for some way, and then dipped suddenly "
+    "down, so suddenly that Alice had not a moment to think before she found herself…",
+)
+WATCH = CitableChunk(
+    "#chk_0b0b0b0b",
+    "But when the Rabbit actually took a watch out of its waistcoat-pocket, and looked at it, "
+    "Alice started to her feet.",
+)
+VERSES = CitableChunk(
+    "#chk_0c0c0c0c",
+    "“Read them,” said the King. The White Rabbit put on his spectacles and read the verses.",
+)
+
+
+@pytest.mark.parametrize("end", ["…", "", "."])
+def test_a_paragraph_break_ends_a_sentence_for_the_guard(end):
+    # a small model often leaves out the full stop before a new paragraph: the two
+    # paragraphs are checked apart, each citation against its own sentence
+    answer = (
+        f"Alice had not a moment to think before she found herself{end} #chk_0a0a0a0a\n\n"
+        "The White Rabbit took out of its waistcoat-pocket a watch #chk_0c0c0c0c."
+    )
+    question = "What does the White Rabbit take out of its waistcoat-pocket?"
+    fixed = guard_citations(answer, [RABBIT_HOLE, WATCH, VERSES], question=question)
+    first, second = fixed.split("\n\n")
+    assert cited_ids(first) == [RABBIT_HOLE.citation_id]
+    assert cited_ids(second) == [WATCH.citation_id]
+
+
+def test_names_the_question_gives_do_not_decide_the_citation():
+    # "White Rabbit" is in the question and in the verses passage; the answer word is "watch"
+    question = "What does the White Rabbit take out of its waistcoat-pocket?"
+    answer = "The White Rabbit takes out a watch\n\n#chk_0b0b0b0b"
+    assert cited_ids(guard_citations(answer, [RABBIT_HOLE, WATCH, VERSES], question=question)) == [
+        WATCH.citation_id
+    ]
+    # without the question the name is all the guard can go by
+    assert cited_ids(guard_citations(answer, [RABBIT_HOLE, WATCH, VERSES])) == [VERSES.citation_id]
