@@ -24,7 +24,7 @@ from agent.db.engine import (
 from agent.db.read_pool import ReadPool
 from agent.db.server import DatabaseUrls, resolve_database
 from agent.models import EmbeddingModel, embedding_model
-from agent.retrieval.keyword_index import KeywordIndexes
+from agent.retrieval.keyword_indexes import KeywordIndexes
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Services:
     engine: AsyncEngine
     embeddings: EmbeddingModel
     keyword_indexes: KeywordIndexes = field(init=False)
-    """In-memory copies of users' BM25 postings (see :mod:`agent.retrieval.keyword_index`)."""
+    """In-memory copies of users' BM25 postings (see :mod:`agent.retrieval.keyword_indexes`)."""
     read_pool: ReadPool = field(init=False)
     """The connections searches read on (opened on the first search)."""
 

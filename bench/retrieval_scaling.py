@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from agent.retrieval.keyword_index import KeywordIndexes
+from agent.retrieval.keyword_indexes import KeywordIndexes
 from agent.services import Services
 from bench.progress import Log, quiet
 from bench.retrieval import RetrievalFigures, bench_retrieval

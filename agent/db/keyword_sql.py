@@ -1,6 +1,6 @@
 """Okapi BM25 keyword search in SQL, over the postings tables (``keyword_postings``,
 ``keyword_terms``, ``keyword_owner_terms``): the fallback to the in-memory copy
-(:mod:`agent.retrieval.keyword_index`) and the scorer of narrowed scopes.
+(:mod:`agent.retrieval.keyword_indexes`) and the scorer of narrowed scopes.
 
 Every query is confined to the documents a :class:`SearchScope` makes visible.
 """

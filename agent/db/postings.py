@@ -2,7 +2,7 @@
 
 ``keyword_postings`` stays the persistent, transactional source of truth (written in the
 ingest transaction, deleted with the document). A process keeps a read-through copy of a
-user's postings in memory (:mod:`agent.retrieval.keyword_index`) and checks it against
+user's postings in memory (:mod:`agent.retrieval.keyword_indexes`) and checks it against
 :func:`library_state` on every search, so no process can serve postings another has
 changed or deleted.
 """

@@ -17,7 +17,8 @@ from agent.db.postings import PostingsBatch, VisibleDocument, library_state, vis
 from agent.db.scope import SearchScope
 from agent.ingest.pipeline import ingest_bytes
 from agent.library.documents import delete_user_document
-from agent.retrieval.keyword_index import KeywordIndexes, ReaderIndex
+from agent.retrieval.keyword_index import ReaderIndex
+from agent.retrieval.keyword_indexes import KeywordIndexes
 from agent.retrieval.search import SearchOptions, search
 
 # --- unit: hand-made postings ---------------------------------------------------------------
@@ -509,11 +510,11 @@ async def test_a_load_outlives_the_search_that_ran_out_of_time(services, new_use
     next search scores from memory instead of starting the load over."""
     import asyncio
 
-    import agent.retrieval.keyword_index as keyword_index
+    import agent.retrieval.keyword_indexes as keyword_indexes
 
     user = await new_user("kw-slow-load")
     await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
-    real_load = keyword_index.load_postings
+    real_load = keyword_indexes.load_postings
     loads = []
 
     async def slow_load(conn, document_ids):
@@ -521,7 +522,7 @@ async def test_a_load_outlives_the_search_that_ran_out_of_time(services, new_use
         await asyncio.sleep(0.5)
         return await real_load(conn, document_ids)
 
-    monkeypatch.setattr(keyword_index, "load_postings", slow_load)
+    monkeypatch.setattr(keyword_indexes, "load_postings", slow_load)
     indexes = KeywordIndexes(10_000_000, 10_000_000)
     scope = SearchScope(user_id=user.id)
     with pytest.raises(TimeoutError):
