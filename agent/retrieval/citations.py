@@ -121,7 +121,7 @@ def _recite(
     passages: _Passages,
     min_support: int,
     asked: set[str],
-    asked_marks: frozenset[str] = frozenset(),
+    asked_marks: frozenset[str],
 ) -> str:
     """One sentence with its citation moved to, or given, the chunk that supports it; the
     names and numbers it repeats from the question (``asked_marks``) do not decide where."""

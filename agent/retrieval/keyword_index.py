@@ -21,10 +21,7 @@ import numpy as np
 
 from agent.db.chunks import ScoredChunkId
 from agent.db.keyword_sql import BM25Params
-from agent.db.postings import (
-    PostingsBatch,
-    VisibleDocument,
-)
+from agent.db.postings import PostingsBatch, VisibleDocument
 from agent.retrieval.maxscore import MaxScoreScratch, maxscore_top_k
 
 _MAX_VIEWS = 16
