@@ -25,6 +25,7 @@ from agent.db.read_pool import ReadPool
 from agent.db.server import DatabaseUrls, resolve_database
 from agent.models import EmbeddingModel, embedding_model
 from agent.retrieval.keyword_indexes import KeywordIndexes
+from agent.retrieval.maxscore import compile_kernels
 
 
 @dataclass
@@ -64,7 +65,10 @@ async def open_services(settings: Settings | None = None) -> Services:
     try:
         await migrate(urls)
         stored = await stored_embedding_model(engine)
-        emb = await asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored)
+        emb, _ = await asyncio.gather(
+            asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored),
+            asyncio.to_thread(compile_kernels),  # the BM25 copy's loops, before any question
+        )
         await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
     except BaseException:
         await engine.dispose()

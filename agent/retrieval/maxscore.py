@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.db.keyword_sql import BM25Params
+from agent.retrieval import bm25_kernels as kernels
 
 TermList = tuple[float, float, np.ndarray, np.ndarray]
 """``(score bound, idf, rows sorted ascending, term frequencies)`` of one query term."""
@@ -31,7 +32,7 @@ class MaxScoreScratch:
     scores: np.ndarray
     """float64: the scores accumulated by the terms scored in full."""
     positions: np.ndarray
-    """int32: 1 + a candidate's place in the candidate list (0: not a candidate)."""
+    """int32: rows marked while a set of rows is gathered (0: unmarked)."""
 
     @classmethod
     def for_rows(cls, rows: int) -> MaxScoreScratch:
@@ -63,24 +64,14 @@ def maxscore_top_k(
     postings only; the best ``k`` so far are kept beside it (the k-th best score is what the
     terms left must beat). A row met by the scored terms whose score plus every bound left
     falls short of that is dropped before its other terms are looked up. ``scratch`` (sized
-    for at least ``len(chunk_tokens)`` rows, zeroed) is used and left zeroed.
+    for at least ``len(chunk_tokens)`` rows, zeroed) is used and left zeroed. The loops are
+    compiled (:mod:`agent.retrieval.bm25_kernels`).
     """
     c0, c1 = bm25.k1 * (1 - bm25.b), bm25.k1 * bm25.b / avgdl
-
-    def partial(idf: float, rows: np.ndarray, tf: np.ndarray) -> np.ndarray:
-        # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), in place
-        out = chunk_tokens[rows].astype(np.float64)
-        out *= c1
-        out += c0
-        tf64 = tf.astype(np.float64)
-        out += tf64
-        np.divide(tf64, out, out=out)
-        out *= idf * (bm25.k1 + 1)
-        return out
-
+    k1p1 = bm25.k1 + 1
     n = len(chunk_tokens)
     scratch = scratch if scratch is not None else MaxScoreScratch.for_rows(n)
-    acc = scratch.scores[:n]
+    acc, mark = scratch.scores[:n], scratch.positions[:n]
     remaining = sum(t[0] for t in lists)
     best = np.zeros(0, dtype=np.int64)  # rows of the k best scores so far
     kth = 0.0
@@ -89,82 +80,70 @@ def maxscore_top_k(
     try:
         while done < len(lists):
             bound, idf, rows, tf = lists[done]
-            acc[rows] += partial(idf, rows, tf)  # a term's rows are distinct
+            kernels.add_term(acc, rows, tf, chunk_tokens, c0, c1, idf * k1p1)
             scored.append(rows)
             remaining -= bound
             done += 1
-            best, kth = _k_best(acc, rows, best, k)
+            best, kth = kernels.best_rows(acc, rows, best, k, kth, mark)
             if done < len(lists) and len(best) >= k and remaining < kth:
                 break  # a row none of these matched cannot reach the top k
         floor = kth - remaining if len(best) >= k else 0.0
-        if floor > 0 and sum(len(r) for r in scored) * 4 > n:
-            # the scored rows cover much of the library: one pass finds those still alive
-            candidates = np.flatnonzero(acc >= floor)
-        else:
-            candidates = _union(scored, n)
-        scores = acc[candidates]
+        candidates, scores = _take_reaching(acc, scored, floor, mark)
     finally:
         for rows in scored:
-            acc[rows] = 0.0
+            kernels.clear_rows(acc, rows)
+    count = len(candidates)
     for bound, idf, rows, tf in lists[done:]:
-        if len(best) >= k:  # rows that cannot reach the k-th best even with every term left
-            alive = scores + remaining >= kth
-            if not alive.all():
-                candidates, scores = candidates[alive], scores[alive]
-        found, at = _lookup(rows, candidates, scratch.positions)
-        scores[found] += partial(idf, rows[at], tf[at])
+        # rows that cannot reach the k-th best even with every term left are dropped
+        cut = kth if len(best) >= k else -np.inf
+        count = kernels.add_term_at(
+            scores,
+            candidates,
+            count,
+            rows,
+            tf,
+            chunk_tokens,
+            c0,
+            c1,
+            idf * k1p1,
+            remaining,
+            cut,
+            mark,
+        )
         remaining -= bound
-    if len(candidates) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates, scores = candidates[:count], scores[:count]
+    if count > k:
+        kth = np.partition(scores, count - k)[count - k]
         keep = scores >= kth  # ties at the edge all stay
         candidates, scores = candidates[keep], scores[keep]
     return candidates, scores
 
 
-def _lookup(
-    rows: np.ndarray, candidates: np.ndarray, positions: np.ndarray
+def _take_reaching(
+    acc: np.ndarray, row_lists: list[np.ndarray], floor: float, mark: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which ``candidates`` a term's sorted ``rows`` hold: the places of those candidates
-    and of their postings. A binary search per candidate, or, when the candidates are many
-    beside the postings, one pass over the postings through ``positions`` (left zeroed)."""
-    if len(candidates) * 16 > len(rows):
-        positions[candidates] = np.arange(1, len(candidates) + 1, dtype=np.int32)
-        hit = positions[rows]
-        positions[candidates] = 0
-        at = np.flatnonzero(hit)
-        return hit[at] - 1, at
-    at = np.minimum(np.searchsorted(rows, candidates), len(rows) - 1)
-    found = np.flatnonzero(rows[at] == candidates)
-    return found, at[found]
-
-
-def _union(row_lists: list[np.ndarray], rows: int) -> np.ndarray:
-    """The distinct rows of sorted, distinct ``row_lists``, ascending: one list as it is,
-    several merged, or marked in a mask when they cover much of the library."""
-    if len(row_lists) == 1:
-        return row_lists[0]
+    """The distinct rows of ``row_lists`` scored at least ``floor`` (in no order) and their
+    scores (``mark`` is used and left zeroed)."""
     total = sum(len(r) for r in row_lists)
-    if total * 16 < rows:
-        # a stable sort (timsort) merges the sorted lists in near-linear time: ~17x faster
-        # than np.unique's quicksort on three lists of 60k rows
-        merged = np.sort(np.concatenate(row_lists), kind="stable")
-        distinct = np.empty(len(merged), dtype=bool)
-        distinct[:1] = True
-        np.not_equal(merged[1:], merged[:-1], out=distinct[1:])
-        return merged[distinct]
-    mask = np.zeros(rows, dtype=bool)
-    for r in row_lists:
-        mask[r] = True
-    return np.flatnonzero(mask)
+    rows = np.empty(total, dtype=np.int64)
+    scores = np.empty(total)
+    found = 0
+    for listed in row_lists:
+        found = kernels.take_reaching(acc, listed, floor, mark, rows, scores, found)
+    rows, scores = rows[:found], scores[:found]
+    kernels.unmark(mark, rows)
+    return rows, scores
 
 
-def _k_best(
-    acc: np.ndarray, rows: np.ndarray, best: np.ndarray, k: int
-) -> tuple[np.ndarray, float]:
-    """The ``k`` best rows after a term added to ``rows`` (only they, or the ``k`` best
-    before, can be among them now) and the k-th best score (0 with fewer than ``k``)."""
-    at = np.minimum(np.searchsorted(rows, best), max(len(rows) - 1, 0))
-    pool = np.concatenate([rows, best[rows[at] != best]]) if len(rows) else best
-    if len(pool) > k:
-        pool = pool[np.argpartition(-acc[pool], k - 1)[:k]]
-    return pool, (float(acc[pool].min()) if len(pool) >= k else 0.0)
+def compile_kernels() -> None:
+    """Compile the scoring loops for the copy's array types (or load them from numba's
+    cache: ~2 s the first time on a machine, milliseconds after), so that no question
+    waits for it. Scores a tiny library that takes every path once."""
+    tokens = np.full(4096, 12.0, dtype=np.float32)
+    rare, common, middle = (np.arange(0, 4096, step, dtype=np.int32) for step in (64, 1, 8))
+    lists = [
+        (10.0, 5.0, rare, np.ones(len(rare), dtype=np.float32)),
+        (1.0, 0.4, common, np.ones(len(common), dtype=np.float32)),  # a binary search each
+        (0.5, 0.2, middle, np.ones(len(middle), dtype=np.float32)),  # one marked pass
+    ]
+    maxscore_top_k(lists, tokens, 12.0, BM25Params(), 4)
