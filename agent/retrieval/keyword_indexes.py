@@ -107,7 +107,7 @@ class KeywordIndexes:
             gone = {d.id for d in index.missing(documents)}  # deleted between the two reads
             view = index.make_view(visible.fingerprint, [d for d in documents if d.id not in gone])
         # in a worker thread: the event loop meanwhile sends the dense read as soon as the
-        # question's vector is ready (numpy releases the GIL in its array loops)
+        # question's vector is ready (the compiled scoring loops release the GIL)
         return await asyncio.to_thread(index.score_all, view, state.query_terms, k, bm25)
 
     async def close(self) -> None:
