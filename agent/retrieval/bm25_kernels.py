@@ -15,10 +15,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_JIT = {"cache": True, "nogil": True}
+
+def compiled(function):
+    """``function`` compiled by numba, releasing the GIL, cached on disk where numba can
+    write (beside the module, else the user's cache folder); compiled afresh in each
+    process where it cannot (a read-only install without a home folder)."""
+    try:
+        return njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # numba found no writable cache location
+        return njit(nogil=True)(function)
 
 
-@njit(**_JIT)
+@compiled
 def add_term(acc, rows, tf, chunk_tokens, c0, c1, weight):  # pragma: no cover - compiled
     """``acc[row] += weight * tf / (tf + c0 + c1 * dl)`` for each of a term's postings
     (``weight`` = idf * (k1 + 1); ``c0``, ``c1`` fold k1, b and avgdl)."""
@@ -28,14 +36,14 @@ def add_term(acc, rows, tf, chunk_tokens, c0, c1, weight):  # pragma: no cover -
         acc[r] += t / (chunk_tokens[r] * c1 + c0 + t) * weight
 
 
-@njit(**_JIT)
+@compiled
 def clear_rows(acc, rows):  # pragma: no cover - compiled
     """Zero ``acc`` at ``rows`` (MaxScore leaves its scratch as it found it)."""
     for i in range(rows.shape[0]):
         acc[rows[i]] = 0.0
 
 
-@njit(**_JIT)
+@compiled
 def best_rows(acc, rows, best, k, kth, mark):  # pragma: no cover - compiled
     """The ``k`` best rows after a term added to ``rows`` and the k-th best score (0 with
     fewer than ``k`` rows scored).
@@ -61,7 +69,7 @@ def best_rows(acc, rows, best, k, kth, mark):  # pragma: no cover - compiled
     return heap_rows[:size].copy(), (heap_values[0] if size == k else 0.0)
 
 
-@njit(**_JIT)
+@compiled
 def _push(heap_rows, heap_values, size, row, value):  # pragma: no cover - compiled
     """Put ``row`` into the min-heap of at most ``len(heap_rows)``; returns its size."""
     if size < heap_rows.shape[0]:
@@ -92,7 +100,7 @@ def _push(heap_rows, heap_values, size, row, value):  # pragma: no cover - compi
     return size
 
 
-@njit(**_JIT)
+@compiled
 def take_reaching(acc, rows, floor, mark, out_rows, out_scores, m):  # pragma: no cover
     """Append the rows of ``rows`` scored at least ``floor`` and not marked yet (marking
     them) to ``out_rows``/``out_scores`` from ``m``; returns the new count. Unmark and
@@ -107,14 +115,14 @@ def take_reaching(acc, rows, floor, mark, out_rows, out_scores, m):  # pragma: n
     return m
 
 
-@njit(**_JIT)
+@compiled
 def unmark(mark, rows):  # pragma: no cover - compiled
     """Zero ``mark`` at ``rows``."""
     for i in range(rows.shape[0]):
         mark[rows[i]] = 0
 
 
-@njit(**_JIT)
+@compiled
 def add_term_at(
     scores, candidates, count, rows, tf, chunk_tokens, c0, c1, weight, remaining, kth, mark
 ):  # pragma: no cover - compiled

@@ -114,3 +114,11 @@ def test_kernels_are_compiled_for_the_copys_arrays():
     assert ("int32", "float32", "float32") in arrays
     for kernel in (bm25_kernels.best_rows, bm25_kernels.add_term_at, bm25_kernels.take_reaching):
         assert kernel.signatures
+
+
+def test_kernels_compile_where_numba_cannot_cache():
+    """Where numba finds no writable cache location (here: a function with no source file)
+    the loops are still compiled, just not cached."""
+    namespace: dict = {}
+    exec("def twice(x):\n    return 2 * x", namespace)
+    assert bm25_kernels.compiled(namespace["twice"])(21) == 42
