@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -58,3 +59,34 @@ async def only_book(services: Services, scope: SearchScope) -> Book | None:
     async with services.engine.connect() as conn:
         rows = (await conn.execute(text(f"{listed} LIMIT 2"), params)).all()
     return Book(rows[0].id, rows[0].title, rows[0].author) if len(rows) == 1 else None
+
+
+def title_words(text: str) -> str:
+    """Lowercase letters and digits in runs, one space apart: how titles and questions are
+    compared (punctuation, curly quotes and case do not matter)."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+async def book_named_in(services: Services, scope: SearchScope, question: str) -> Book | None:
+    """The one visible document of ``scope`` whose title the question names, word for word
+    (its main title, before any colon, of at least two words), or ``None``: no title named,
+    or several ("compare Pride and Prejudice with Sense and Sensibility" names no single
+    book; of titles inside one another, the longest named wins)."""
+    asked = title_words(question)
+    if not asked:
+        return None
+    listed, params = scope.listed_documents_sql("d.id, d.title, d.author")
+    # the same normalisation as title_words(), in SQL: no title list leaves the database
+    words = "trim(regexp_replace(lower(split_part(l.title, ':', 1)), '[^a-z0-9]+', ' ', 'g'))"
+    sql = (
+        f"SELECT id, title, author FROM (SELECT l.*, {words} AS words FROM ({listed}) l) t "
+        "WHERE words LIKE '% %' AND position(' ' || words || ' ' IN :asked) > 0 "
+        "ORDER BY length(words) DESC LIMIT 3"
+    )
+    async with services.engine.connect() as conn:
+        rows = (await conn.execute(text(sql), {**params, "asked": f" {asked} "})).all()
+    distinct = {title_words(r.title.split(":")[0]) for r in rows}
+    # one title, or the longest, holding the others ("Emma Woodhouse" in "Emma Woodhouse Revisited")
+    if not rows or any(w not in title_words(rows[0].title.split(":")[0]) for w in distinct):
+        return None
+    return Book(rows[0].id, rows[0].title, rows[0].author)

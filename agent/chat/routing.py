@@ -5,7 +5,10 @@ priority, documents first).
     2. greetings, thanks, small talk -> ``general``         (whole message; no retrieval)
     3. an explicit web request       -> ``web_search``      (only when a web key is set)
     4. one chapter, summary words    -> ``chapter_summary`` ("summarize chapter 7": its summary)
-    5. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC)
+    5. summary keywords, one book    -> ``global_summary``  (Path B: stored summary or ToC;
+                                                             the book chosen, the user's
+                                                             only one, or the one whose title
+                                                             the message names)
     6. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
     7. anything else                 -> ``hybrid``          (Path A: hybrid retrieval)
 
@@ -137,6 +140,14 @@ def asks_current_events(message: str) -> bool:
     return asks_for_web(message) or needs_fresh_facts(message)
 
 
+def asks_for_summary(message: str, summary_keywords: Sequence[str] = ()) -> bool:
+    """Summary words ("summarize", "overview", "what is this book about"): Path B when one
+    book is in scope (so a book the message names by its title is worth finding)."""
+    from agent.config import GLOBAL_SUMMARY_KEYWORDS
+
+    return _has_keyword(message, summary_keywords or GLOBAL_SUMMARY_KEYWORDS)
+
+
 def is_broad(message: str) -> bool:
     """Broad questions ("tell me about...", "what themes...", "give me an overview...",
     "summarize all my books"), answered from many passages across the books in scope."""
@@ -147,10 +158,10 @@ def _document_route(
     message: str, single_book: bool, summary_keywords: Sequence[str], reasoning: Sequence[str]
 ) -> RouteChoice:
     """The documents' path: Path B, Path C, or Path A in general or specific mode."""
-    from agent.config import GLOBAL_SUMMARY_KEYWORDS, REASONING_KEYWORDS
+    from agent.config import REASONING_KEYWORDS
 
     many = names_many_books(message)
-    summary = _has_keyword(message, summary_keywords or GLOBAL_SUMMARY_KEYWORDS)
+    summary = asks_for_summary(message, summary_keywords)
     if single_book and summary and not many:
         return RouteChoice("global_summary", "summary request for the one book in scope")
     if _has_keyword(message, reasoning or REASONING_KEYWORDS):

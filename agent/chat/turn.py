@@ -9,9 +9,9 @@ from typing import Protocol
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from agent import prompts
-from agent.chat.books import Book, UnknownBook, only_book, resolve_book
+from agent.chat.books import Book, UnknownBook, book_named_in, only_book, resolve_book
 from agent.chat.chapters import titles_for_routing
-from agent.chat.routing import choose_route
+from agent.chat.routing import asks_for_summary, choose_route
 from agent.chat.tool_selection import tools_by_default
 from agent.chat.turn_log import (
     monthly_limit,
@@ -202,6 +202,8 @@ async def _open_turn(
     if book is not None and request.book:
         update["book_id"] = str(book.id)
     scope = turn_scope(str(user_id), update["book_id"], request, update["time_window"])
+    if book is None and asks_for_summary(question, settings.global_summary_keywords):
+        book = await book_named_in(services, scope, question)  # "summarize <title>"
     choice = choose_route(
         question,
         single_book=book is not None,
