@@ -9,7 +9,8 @@ priority, documents first).
                                                              the book chosen, the user's
                                                              only one, or the one whose title
                                                              the message names)
-    6. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts)
+    6. reasoning keywords            -> ``deep_reasoning``  (Path C: 15 chunks, conflicts;
+                                                             also "X and Y each ...")
     7. anything else                 -> ``hybrid``          (Path A: hybrid retrieval)
 
 Documents first: news, weather, scores, "who won", "currently", "today" or a recent year
@@ -85,6 +86,13 @@ _BROAD = re.compile(
     r"\b(themes?|motifs?|main ideas?|key (points|ideas|events|moments)|main (points|characters|"
     r"events|plot)|overview|summar(y|ies|ise|ize)|tell me (all |more )?about|describe|"
     r"in general|big picture|what (is|are) (it|they|this|these|the \w+( \w+)?) (all )?about)\b",
+    re.I,
+)
+
+# "Alice and Elizabeth Bennet each...": one question asked of two subjects, a comparison
+_EACH_OF_TWO = re.compile(
+    r"\band(?:\s+(?!(?:what|who|whom|how|when|where|why|which|did|does|do|is|are|was|were)\b)"
+    r"[\w'’.-]+){1,4}\s+each\b(?!\s+of\b)",
     re.I,
 )
 
@@ -164,7 +172,7 @@ def _document_route(
     summary = asks_for_summary(message, summary_keywords)
     if single_book and summary and not many:
         return RouteChoice("global_summary", "summary request for the one book in scope")
-    if _has_keyword(message, reasoning or REASONING_KEYWORDS):
+    if _has_keyword(message, reasoning or REASONING_KEYWORDS) or _EACH_OF_TWO.search(message):
         return RouteChoice("deep_reasoning", "analysis or comparison: deep reasoning", "deep")
     if many:
         return RouteChoice("hybrid", "asks about several books: general settings", "general")

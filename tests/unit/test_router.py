@@ -1,7 +1,10 @@
 """The router table: labelled messages from the seeds' keyword lists and examples."""
 
+from pathlib import Path
+
 import pytest
 
+from agent.chat.books import title_words
 from agent.chat.routing import (
     asks_for_web,
     choose_route,
@@ -54,6 +57,11 @@ ONE_BOOK = [
     ("Explain why Darcy changes", "deep_reasoning"),
     ("Distinguish the Mock Turtle from the Gryphon", "deep_reasoning"),
     ("What are the similarities between Bingley and Darcy?", "deep_reasoning"),
+    # one question asked of two subjects ("X and Y each ...") is a comparison
+    ("How do Alice and Elizabeth Bennet each react to authority?", "deep_reasoning"),
+    ("What do Jane and Elizabeth each think of Darcy?", "deep_reasoning"),
+    ("Who won and what did each get?", "hybrid"),
+    ("Alice and the Hatter each of them", "hybrid"),
     # specific facts (Path A)
     ("Who is Dinah?", "hybrid"),
     ("What does the Cheshire Cat say to Alice?", "hybrid"),
@@ -130,7 +138,10 @@ def test_keywords_come_from_settings():
 
 
 def _single(item) -> bool:
-    return len(item.books) == 1
+    """One book in scope: the item's only book, or the one whose title (its file name
+    here) the message names."""
+    named = [b for b in item.books if title_words(Path(b).stem) in title_words(item.message)]
+    return len(item.books) == 1 or len(named) == 1
 
 
 ROUTING_SET = load_routing_set()
