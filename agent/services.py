@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -57,6 +58,15 @@ class Services:
         await self.engine.dispose()
 
 
+def _compile_scoring() -> None:
+    """Compile the BM25 copy's loops before any question asks for them. A failure is
+    logged, not raised: the server starts, and searches whose copy fails score in SQL."""
+    try:
+        compile_kernels()
+    except Exception:
+        logging.getLogger(__name__).exception("compiling the BM25 copy's scoring loops failed")
+
+
 async def open_services(settings: Settings | None = None) -> Services:
     """Start or reach Postgres, migrate, load the embedder and bind the vector store."""
     settings = settings or get_settings()
@@ -67,7 +77,7 @@ async def open_services(settings: Settings | None = None) -> Services:
         stored = await stored_embedding_model(engine)
         emb, _ = await asyncio.gather(
             asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored),
-            asyncio.to_thread(compile_kernels),  # the BM25 copy's loops, before any question
+            asyncio.to_thread(_compile_scoring),
         )
         await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
     except BaseException:

@@ -90,11 +90,16 @@ async def expand_queries(
 async def keyword_rankings(
     services: Services, scope: SearchScope, state: LibraryState, queries: list[str], n: int
 ) -> list[list[ScoredChunkId]]:
-    """BM25 rankings per query: from the in-memory copy when it is ready, else in SQL."""
+    """BM25 rankings per query: from the in-memory copy when it is ready, else in SQL (also
+    when the copy fails: the same scores, a little slower)."""
     settings = services.settings
     bm25 = BM25Params.from_settings(settings)
     if settings.bm25_memory_index:
-        ranked = await services.keyword_indexes.rankings(services.engine, scope, state, n, bm25)
+        try:
+            ranked = await services.keyword_indexes.rankings(services.engine, scope, state, n, bm25)
+        except Exception:
+            logger.exception("the in-memory BM25 copy failed: scoring in SQL")
+            ranked = None
         if ranked is not None:
             return ranked
 

@@ -19,7 +19,7 @@ from agent.ingest.pipeline import ingest_bytes
 from agent.library.documents import delete_user_document
 from agent.retrieval.keyword_index import ReaderIndex
 from agent.retrieval.keyword_indexes import KeywordIndexes
-from agent.retrieval.search import SearchOptions, search
+from agent.retrieval.search import SearchOptions, keyword_rankings, search
 
 # --- unit: hand-made postings ---------------------------------------------------------------
 
@@ -391,6 +391,24 @@ async def test_a_big_first_load_runs_in_the_background_while_sql_answers(
     result = await search(services, scope, "lighthouse keeper", SearchOptions(use_cache=False))
     assert result.chunks and not result.metrics.failures  # answered by SQL meanwhile
     await services.keyword_indexes.close()
+
+
+async def test_a_failing_copy_falls_back_to_sql(services, new_user, monkeypatch):
+    """Whatever breaks in the memory copy, a search still ranks by BM25 (in SQL)."""
+    user = await new_user("kw-broken")
+    await _ingest(services, user, "The lighthouse keeper polishes the lamp.")
+    scope = SearchScope(user_id=user.id)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("scoring loops unavailable")
+
+    monkeypatch.setattr(ReaderIndex, "score_all", broken)
+    async with services.engine.connect() as conn:
+        state = await library_state(conn, scope, ["lighthouse"])
+    ranked = await keyword_rankings(services, scope, state, ["lighthouse"], 5)
+    async with services.engine.connect() as conn:
+        exact = await keyword_search(conn, scope, "lighthouse", 5)
+    assert ranked[0] and [h.chunk_id for h in ranked[0]] == [h.chunk_id for h in exact]
 
 
 async def test_least_recently_used_readers_are_dropped(services, new_user):
