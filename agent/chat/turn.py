@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -202,8 +203,9 @@ async def _open_turn(
     if book is not None and request.book:
         update["book_id"] = str(book.id)
     scope = turn_scope(str(user_id), update["book_id"], request, update["time_window"])
+    named = None
     if book is None and asks_for_summary(question, settings.global_summary_keywords):
-        book = await book_named_in(services, scope, question)  # "summarize <title>"
+        book = named = await book_named_in(services, scope, question)  # "summarize <title>"
     choice = choose_route(
         question,
         single_book=book is not None,
@@ -212,6 +214,10 @@ async def _open_turn(
         reasoning_keywords=settings.reasoning_keywords,
         chapter_titles=await titles_for_routing(services, scope, question),
     )
+    if named is not None and choice.route == "global_summary":
+        choice = replace(
+            choice, reason=f"summary request for the book the message names: {named.title}"
+        )
     update.update(
         route=choice.route,
         route_reason=choice.reason,

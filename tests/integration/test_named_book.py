@@ -46,6 +46,7 @@ async def test_a_summary_request_naming_a_title_takes_that_books_summary(service
     named = await graph.ainvoke(_ask(f"Summarize {second.title}."), context=context)
     assert named["route"] == "global_summary"
     assert await _book_of(services, named) == str(second.document_id)
+    assert second.title in named["route_reason"]
     # case and punctuation do not matter
     typed = await graph.ainvoke(
         _ask(f"give me an overview of '{first.title.upper()}' please"), context=context
