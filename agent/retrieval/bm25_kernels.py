@@ -27,13 +27,19 @@ def compiled(function):
 
 
 @compiled
+def _bm25(tf, dl, c0, c1, weight):  # pragma: no cover - compiled
+    """One posting's BM25, ``weight * tf / (dl * c1 + c0 + tf)`` in numpy's order and in
+    float64 (``weight`` = idf * (k1 + 1); ``c0``, ``c1`` fold k1, b and avgdl)."""
+    t = np.float64(tf)
+    return t / (dl * c1 + c0 + t) * weight
+
+
+@compiled
 def add_term(acc, rows, tf, chunk_tokens, c0, c1, weight):  # pragma: no cover - compiled
-    """``acc[row] += weight * tf / (tf + c0 + c1 * dl)`` for each of a term's postings
-    (``weight`` = idf * (k1 + 1); ``c0``, ``c1`` fold k1, b and avgdl)."""
+    """Add each of a term's postings' BM25 (:func:`_bm25`) to ``acc`` at its row."""
     for i in range(rows.shape[0]):
         r = rows[i]
-        t = np.float64(tf[i])
-        acc[r] += t / (chunk_tokens[r] * c1 + c0 + t) * weight
+        acc[r] += _bm25(tf[i], chunk_tokens[r], c0, c1, weight)
 
 
 @compiled
@@ -146,8 +152,7 @@ def add_term_at(
         for j in range(n):
             at = mark[rows[j]]
             if at:
-                t = np.float64(tf[j])
-                scores[at - 1] += t / (chunk_tokens[rows[j]] * c1 + c0 + t) * weight
+                scores[at - 1] += _bm25(tf[j], chunk_tokens[rows[j]], c0, c1, weight)
         for i in range(kept):
             mark[candidates[i]] = 0
         return kept
@@ -155,6 +160,5 @@ def add_term_at(
         want = candidates[i]
         j = np.searchsorted(rows, want)
         if j < n and rows[j] == want:
-            t = np.float64(tf[j])
-            scores[i] += t / (chunk_tokens[want] * c1 + c0 + t) * weight
+            scores[i] += _bm25(tf[j], chunk_tokens[want], c0, c1, weight)
     return kept
