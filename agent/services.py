@@ -75,10 +75,11 @@ async def open_services(settings: Settings | None = None) -> Services:
     try:
         await migrate(urls)
         stored = await stored_embedding_model(engine)
-        emb, _ = await asyncio.gather(
-            asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored),
-            asyncio.to_thread(_compile_scoring),
-        )
+        loading = asyncio.to_thread(embedding_model, settings.embedding_model, settings, stored)
+        if settings.bm25_memory_index:  # only the memory copy uses the compiled loops
+            emb, _ = await asyncio.gather(loading, asyncio.to_thread(_compile_scoring))
+        else:
+            emb = await loading
         await ensure_embedding_store(engine, emb.name, emb.dimension, settings)
     except BaseException:
         await engine.dispose()
