@@ -79,14 +79,13 @@ async def book_named_in(services: Services, scope: SearchScope, question: str) -
     # the same normalisation as title_words(), in SQL: no title list leaves the database
     words = "trim(regexp_replace(lower(split_part(l.title, ':', 1)), '[^a-z0-9]+', ' ', 'g'))"
     sql = (
-        f"SELECT id, title, author FROM (SELECT l.*, {words} AS words FROM ({listed}) l) t "
+        f"SELECT id, title, author, words FROM (SELECT l.*, {words} AS words FROM ({listed}) l) t "
         "WHERE words LIKE '% %' AND position(' ' || words || ' ' IN :asked) > 0 "
         "ORDER BY length(words) DESC LIMIT 3"
     )
     async with services.engine.connect() as conn:
         rows = (await conn.execute(text(sql), {**params, "asked": f" {asked} "})).all()
-    distinct = {title_words(r.title.split(":")[0]) for r in rows}
     # one title, or the longest, holding the others ("Emma Woodhouse" in "Emma Woodhouse Revisited")
-    if not rows or any(w not in title_words(rows[0].title.split(":")[0]) for w in distinct):
+    if not rows or any(r.words not in rows[0].words for r in rows[1:]):
         return None
     return Book(rows[0].id, rows[0].title, rows[0].author)
