@@ -67,6 +67,12 @@ STOPWORDS = frozenset(
 )
 
 
+def plain_words(text: str) -> str:
+    """Lowercase letters and digits in runs, one space apart: how phrases are compared
+    (punctuation, curly quotes and case do not matter)."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words of 3+ letters in order, crudely singularised (``cats`` -> ``cat``)."""
     words = (w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 
@@ -10,6 +9,7 @@ from sqlalchemy import text
 
 from agent.db.scope import SearchScope
 from agent.services import Services
+from agent.text import plain_words
 
 
 class UnknownBook(LookupError):
@@ -61,22 +61,16 @@ async def only_book(services: Services, scope: SearchScope) -> Book | None:
     return Book(rows[0].id, rows[0].title, rows[0].author) if len(rows) == 1 else None
 
 
-def title_words(text: str) -> str:
-    """Lowercase letters and digits in runs, one space apart: how titles and questions are
-    compared (punctuation, curly quotes and case do not matter)."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
 async def book_named_in(services: Services, scope: SearchScope, question: str) -> Book | None:
     """The one visible document of ``scope`` whose title the question names, word for word
     (its main title, before any colon, of at least two words), or ``None``: no title named,
     or several ("compare Pride and Prejudice with Sense and Sensibility" names no single
     book; of titles inside one another, the longest named wins)."""
-    asked = title_words(question)
+    asked = plain_words(question)
     if not asked:
         return None
     listed, params = scope.listed_documents_sql("d.id, d.title, d.author")
-    # the same normalisation as title_words(), in SQL: no title list leaves the database
+    # the same normalisation as plain_words(), in SQL: no title list leaves the database
     words = "trim(regexp_replace(lower(split_part(l.title, ':', 1)), '[^a-z0-9]+', ' ', 'g'))"
     sql = (
         f"SELECT id, title, author, words FROM (SELECT l.*, {words} AS words FROM ({listed}) l) t "

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from agent.chat.chapter_refs import names_chapter
+from agent.text import plain_words
 
 Route = Literal[
     "direct",
@@ -113,8 +114,8 @@ class RouteChoice:
 
 
 def _has_keyword(message: str, keywords: Sequence[str]) -> bool:
-    text = f" {' '.join(re.findall(r'[a-z0-9]+', message.lower()))} "
-    return any(f" {' '.join(re.findall(r'[a-z0-9]+', k.lower()))} " in text for k in keywords)
+    text = f" {plain_words(message)} "
+    return any(f" {plain_words(k)} " in text for k in keywords)
 
 
 def is_name_question(message: str) -> bool:

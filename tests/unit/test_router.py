@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from agent.chat.books import title_words
 from agent.chat.routing import (
     asks_for_web,
     choose_route,
@@ -12,6 +11,7 @@ from agent.chat.routing import (
     is_broad,
     needs_fresh_facts,
 )
+from agent.text import plain_words
 from bench.eval_routing import load_routing_set
 
 ONE_BOOK = [
@@ -140,7 +140,7 @@ def test_keywords_come_from_settings():
 def _single(item) -> bool:
     """One book in scope: the item's only book, or the one whose title (its file name
     here) the message names."""
-    named = [b for b in item.books if title_words(Path(b).stem) in title_words(item.message)]
+    named = [b for b in item.books if plain_words(Path(b).stem) in plain_words(item.message)]
     return len(item.books) == 1 or len(named) == 1
 
 
