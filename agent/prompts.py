@@ -15,19 +15,13 @@ How to answer:
 - If the passages do not contain the answer, say plainly that your documents do not contain enough information to answer, and say what is missing. Do not guess or use outside knowledge.
 - Keep to the user's documents and answer concisely."""
 
-# The question is asked before the passages as well as after them: a small model then reads
-# the passages knowing what to look for (measured on the local model: see the README).
-GROUNDED_USER = """Question: {question}
-
-Context passages:
+GROUNDED_USER = """Context passages:
 
 {context}
 
 Question: {question}"""
 
-FOLLOW_UP_USER = """Question: {question}
-
-More context passages:
+FOLLOW_UP_USER = """More context passages:
 
 {context}
 
