@@ -333,9 +333,8 @@ async def chapter_turn(
     chapter = found[0]
     async with services.engine.connect() as conn:
         summary = await _stored_summary(conn, chapter)
-        payloads = await _passages(
-            conn, scope, chapter, summary, settings.context_budget(spec), settings.top_k(spec)
-        )
+        budget = settings.context_budget(spec, "chapter")
+        payloads = await _passages(conn, scope, chapter, summary, budget, settings.top_k(spec))
     basis = "its stored summary" if summary else "its passages (no summary stored yet)"
     return ChapterTurn(
         messages=chapter_messages(settings.assistant_name, chapter, summary, payloads, question),

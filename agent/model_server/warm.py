@@ -27,14 +27,16 @@ log = logging.getLogger(__name__)
 
 
 def warm_messages(settings: Settings) -> list[list[dict]]:
-    """The openings to warm: the grounded, deep-reasoning, not-covered and small-talk
-    system prompts (a persona changes them, and is warmed by its first question)."""
+    """The openings to warm: the grounded, deep-reasoning, not-covered, small-talk and
+    chapter system prompts (a persona changes them, and is warmed by its first question)."""
     name = settings.assistant_name
     systems = (
         prompts.GROUNDED_SYSTEM,
         prompts.DEEP_SYSTEM,
         prompts.NOT_COVERED_SYSTEM,
         prompts.GENERAL_SYSTEM,
+        prompts.CHAPTER_SYSTEM,
+        prompts.CHAPTER_PASSAGES_SYSTEM,
     )
     return [
         [{"role": "system", "content": s.format(name=name)}, {"role": "user", "content": ""}]

@@ -219,7 +219,7 @@ async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_excha
 
     settings = Settings()
     model = await achat_model("local", settings, 0.0)
-    assert await asyncio.to_thread(warm_prompt_cache, model.server_url, settings) == 4
+    assert await asyncio.to_thread(warm_prompt_cache, model.server_url, settings) == 6
 
     async def ask(messages) -> tuple[str, int, int]:
         text, usage = "", {}

@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 from sqlalchemy import text
 
 import graphs.model_calls as model_calls
-from agent.chat.chapters import load_library, match_chapters
+from agent.chat.chapters import chapter_turn, load_library, match_chapters
 from agent.db import summaries as store
 from agent.db.scope import SearchScope
 from agent.ingest.pipeline import ingest_bytes, ingest_file
@@ -290,3 +290,23 @@ async def test_without_chapters_the_request_falls_back_to_passages(services, new
     state = await graph.ainvoke(_ask("Summarize chapter 3"), context=Context(user=user.name))
     assert state["route"] == "hybrid"
     assert "no book in scope has chapters" in state["route_reason"]
+
+
+@pytest.mark.parametrize("spec", ["local", "openai:gpt-4o-mini"])
+async def test_the_cpu_model_reads_a_shorter_chapter_prompt(services, library, spec):
+    # the 1.5B model reads ~100 prompt tokens/s on 2 cores: a chapter request gives it the
+    # stored summary and a few short passages to cite, a hosted model the full budget
+    user, alice, _ = library
+    settings = services.settings
+    scope = SearchScope(user_id=user.id, document_ids=(alice,))
+    turn = await chapter_turn(services, "Summarize chapter 7", scope, spec=spec)
+    summary = (await _chapter_summaries(services, alice))[MAD_TEA_PARTY]
+    prompt = turn.messages[-1].content
+    assert summary in prompt and turn.retrieved
+    read = len(summary) + sum(len(p["context_text"]) for p in turn.retrieved)
+    budget = max(settings.context_budget(spec, "chapter"), len(summary) + 400)
+    assert read <= budget + 50 * len(turn.retrieved)  # a cut ends at a word boundary
+    if spec == "local":
+        assert settings.context_budget(spec, "chapter") < settings.context_budget(spec)
+    else:  # more of the chapter's passages than the CPU model's whole chapter budget
+        assert read > settings.local_chapter_context_chars
