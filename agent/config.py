@@ -91,11 +91,8 @@ class Settings(BaseSettings):
     temperature_summary: float = 0.4  # Path B
     temperature_reasoning: float = 0.5  # Path C
     temperature_general: float = 0.7
-    chat_timeout_seconds: float = Field(
-        default=120.0,
-        gt=0,
-        description="Time limit of one chat turn up to its answer (routing, retrieval, model "
-        "calls; saving is not cut short): over it the API answers 504 model_timeout.",
+    chat_timeout_seconds: float = Field(  # routing, retrieval and model calls; not saving
+        default=120.0, gt=0, description="Time limit of a chat turn: past it, 504 model_timeout."
     )
     embed_batch_size: int = 128  # P&P: 52.1 s (32: 57.6, 256: 53.6); int8-dynamic: 64-256 level
     embed_max_tokens: int = 256
@@ -270,9 +267,8 @@ class Settings(BaseSettings):
         default=0.2,
         description="Transcript chunks whose tags match the query: score * (1 + f*overlap).",
     )
-    authority_tie_ratio: float = Field(
-        default=0.02, description="Scores this close count as ties: documents before transcripts."
-    )
+    authority_tie_ratio: float = 0.02  # scores this close tie: documents before transcripts
+    skip_listings: bool = True  # no tables of contents as passages (agent.retrieval.listings)
     retrieval_timeout_seconds: float = 3.5
     search_cache_ttl_seconds: float = 900.0
     search_cache_size: int = 1024
@@ -291,9 +287,8 @@ class Settings(BaseSettings):
     # Path C on the CPU model (~400 tokens; answer in context 38/58; 15 in 2,400 chars: 35)
     local_top_k_deep: int = 3
     local_deep_context_chars: int = 1700
-    # a chapter request on the CPU model: its stored summary and the passages cited beside it
-    # (2,400 characters: 524 tokens read, 6.7 s to the first token; 1,300: 393, 3.7 s at
-    # 119 tokens/s; 1,100 keeps it under 4 s at 100)
+    # a chapter's stored summary and cited passages on the CPU model (2,400: 524 tokens read,
+    # 6.7 s to the first token; 1,300: 393, 3.7 s at 119 tokens/s; 1,100: under 4 s at 100)
     local_chapter_context_chars: int = Field(default=1100, ge=400)
     # each passage cut to its best-matching sentences and their neighbours before the model
     # reads it (agent.retrieval.focus; picked from the window of its parent around it)

@@ -1,6 +1,7 @@
 """Ranking the candidates: adaptive score fusion (or weighted RRF) across every list, time
-decay and tag boost, documents before transcripts on near-ties, the threshold and its
-fallback layers (seed 000), one child per parent and MMR, then the optional LLM rerank."""
+decay and tag boost, tables of contents left out, documents before transcripts on near-ties,
+the threshold and its fallback layers (seed 000), one child per parent and MMR, then the
+optional LLM rerank."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from agent.retrieval.clock import SearchClock
 from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import adaptive_fusion, weighted_rrf
+from agent.retrieval.listings import asks_about_contents, is_listing
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
 from agent.retrieval.rerank import llm_scores, rerank_order, with_title
@@ -80,14 +82,16 @@ def similarities(
 def adjust(
     fused: Scored, records: dict[uuid.UUID, ChunkRecord], query: str, settings: Settings
 ) -> Scored:
-    """Time decay and tag boost on fused scores, then documents before transcripts on ties."""
+    """Time decay and tag boost on fused scores, listings left out (``skip_listings``), then
+    documents before transcripts on ties."""
     now = utcnow()
     half_life = settings.time_decay_half_life_days
+    skip_listings = settings.skip_listings and not asks_about_contents(query)
     scored: Scored = []
     for cid, score in fused:
         record = records.get(cid)
-        if record is None:  # not visible (or deleted meanwhile)
-            continue
+        if record is None or (skip_listings and is_listing(record.text)):
+            continue  # not visible (or deleted meanwhile), or a table of contents
         if half_life:
             score *= time_decay(
                 record.document_created_at, half_life, settings.time_decay_floor, now

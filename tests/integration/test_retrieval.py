@@ -500,3 +500,24 @@ async def test_no_other_users_chunks_under_any_mode_or_layer(services, new_user,
     )
     last = await search(services, scope, "warden", SearchOptions(threshold=0.9, use_cache=False))
     assert last.layer == "any_chunk" and {c.record.owner_id for c in last.chunks} == {alice.id}
+
+
+@pytest.mark.parametrize("skip", [True, False])
+async def test_a_table_of_contents_is_no_passage_unless_asked_for(
+    services, alice_reader, monkeypatch, skip
+):
+    # Alice's contents line names "A Caucus-Race": keyword search ranks it high for a
+    # question about the race, where it holds no answer and takes a passage's place
+    from agent.retrieval.listings import is_listing
+
+    user, result = alice_reader
+    monkeypatch.setattr(services.settings, "skip_listings", skip)
+    scope = SearchScope(user_id=user.id, document_ids=(result.document_id,))
+    options = SearchOptions(k=5, use_cache=False)
+    question = "What does Alice give the animals as prizes after the Caucus-race?"
+    found = await search(services, scope, question, options)
+    assert found.chunks
+    assert any(is_listing(c.record.text) for c in found.chunks) is not skip
+    # a question about the book's structure still finds it
+    asked = await search(services, scope, "Which chapters come after the Caucus-Race?", options)
+    assert any(is_listing(c.record.text) for c in asked.chunks)
