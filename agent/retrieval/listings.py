@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from statistics import median
 
+_HEADING_WORDS = ("chapter", "part", "book", "section", "appendix")
 _HEADING = re.compile(
     r"\b(?:chapter|part|book|section|appendix)\s+(?:[ivxlc]+\b\.?|\d+\b\.?|[a-z]+(?:-[a-z]+)?\b\.)",
     re.IGNORECASE,
@@ -42,8 +43,14 @@ _ABOUT_CONTENTS = re.compile(
 
 def is_listing(text: str) -> bool:
     """Whether ``text`` is a table of contents or a similar listing (module docs)."""
-    if len(_LEADERS.findall(text)) >= MIN_HEADINGS or _is_page_run(text):
+    # cheap tests first: every search checks each of its candidates (~8 us for prose)
+    if (". ." in text or "...." in text) and len(_LEADERS.findall(text)) >= MIN_HEADINGS:
         return True
+    if sum(map(text.count, "0123456789")) >= MIN_PAGES and _is_page_run(text):
+        return True
+    low = text.lower()
+    if sum(map(low.count, _HEADING_WORDS)) < MIN_HEADINGS:
+        return False
     starts = [m.start() for m in _HEADING.finditer(text)]
     if len(starts) < MIN_HEADINGS:
         return False
