@@ -7,7 +7,8 @@ A chunk is a listing when it names three or more headings ("CHAPTER IV.", "Chapt
 "Part II", "Section 2") with only a title's few words between them; when three or more of
 its entries end in dot leaders ("Introduction ........ 3"); or when it is a run of short
 entries each followed by its page ("“The apothecary came” 43 “Covering a screen” 45"): page
-numbers rise, where a table's figures or a text's dates do not. Prose that mentions chapters
+numbers rise unevenly, where a table's figures or a text's dates do not rise and numbered
+steps count up by one. Prose that mentions chapters
 ("Chapter 3 covers the method and chapter 4 its results") keeps its sentences between them
 and is not one.
 """
@@ -62,8 +63,10 @@ def _is_page_run(text: str) -> bool:
     pages = [int(m.group()) for m in _PAGE.finditer(text)]
     if len(pages) < MIN_PAGES or len(pages) < PAGE_SHARE * len(_WORD.findall(text)):
         return False
-    rising = sum(b > a for a, b in zip(pages, pages[1:], strict=False))
-    return rising >= RISING_SHARE * (len(pages) - 1)
+    steps = [b - a for a, b in zip(pages, pages[1:], strict=False)]
+    # pages rise unevenly; numbered steps, questions or figures count up by one
+    counting = sum(step == 1 for step in steps)
+    return sum(step > 0 for step in steps) >= RISING_SHARE * len(steps) > 2 * counting
 
 
 def asks_about_contents(question: str) -> bool:

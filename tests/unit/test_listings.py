@@ -32,6 +32,9 @@ PROSE = [
     # a table of figures: amounts, years and percentages
     "Revenue 2021 2022 2023 Product sales 1,204 1,388 1,517 Services 310 295 402 Margin 12.5% "
     "13.1% 14.0% Headcount 85 91 97",
+    # numbered steps count up by one: the steps are the answer, not a listing
+    "Step 1 unpack the frame Step 2 fit the shelves Step 3 tighten the screws Step 4 fix "
+    "the back panel Step 5 stand it upright Step 6 level the feet Step 7 load the shelves",
     # a story with a few numbers
     "On the 3 mornings that followed she walked 4 miles to the village, and by the 10th day "
     "the 2 of them had read every one of the 12 letters twice over.",
