@@ -246,3 +246,36 @@ def test_a_novels_own_paragraphs_are_not_taken_for_conflicts():
         for i, p in enumerate(paragraphs[:100])
     ]
     assert find_conflicts(passages) == []
+
+
+def test_an_alarm_naming_only_ids_is_dropped_when_no_passages_disagree():
+    rabbit = _chunk("The Rabbit came near her, and Alice began in a low, timid voice.", "alice")
+    cake = _chunk("Alice ate a little bit of the cake and began shrinking directly.", "alice")
+    retrieved = [chunk_payload(c) for c in (rabbit, cake)]
+    assert detect(retrieved) == []
+    a, b = rabbit.citation_id, cake.citation_id
+
+    def answer(text: str) -> Answer:
+        cited = [p for p in retrieved if p["id"] in cited_ids(text)]
+        return Answer(text, "hybrid", "x", citations=cited, sources=[p["source"] for p in cited])
+
+    # the heading with bare ids after it says nothing: it goes, and so do its citations
+    bare = show_conflicts(
+        answer(f"Alice began to speak {a}.\n\nCONFLICT DETECTED\n{a} and {b}"), [], retrieved
+    )
+    assert bare.text == f"Alice began to speak {a}."
+    assert [c["id"] for c in bare.citations] == [a]
+    inline = show_conflicts(
+        answer(f"She shrank {b}.\n\n**CONFLICT DETECTED:** {a}, {b}."), [], retrieved
+    )
+    assert inline.text == f"She shrank {b}." and [c["id"] for c in inline.citations] == [b]
+    # what follows the bare heading stays
+    more = f"She shrank {b}.\n\nCONFLICT DETECTED\n{a} and {b}\n\nThe cake made her small {b}."
+    assert show_conflicts(answer(more), [], retrieved).text == (
+        f"She shrank {b}.\n\nThe cake made her small {b}."
+    )
+    # an alarm that states the versions, or an answer that is nothing else, is left alone
+    stated = f"CONFLICT DETECTED\n{a} says she spoke, but {b} says she shrank."
+    assert show_conflicts(answer(stated), [], retrieved).text == stated
+    alone = f"CONFLICT DETECTED\n{a} and {b}"
+    assert show_conflicts(answer(alone), [], retrieved).text == alone
