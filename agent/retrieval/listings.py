@@ -8,9 +8,8 @@ A chunk is a listing when it names three or more headings ("CHAPTER IV.", "Chapt
 its entries end in dot leaders ("Introduction ........ 3"); or when it is a run of short
 entries each followed by its page ("“The apothecary came” 43 “Covering a screen” 45"): page
 numbers rise unevenly, where a table's figures or a text's dates do not rise and numbered
-steps count up by one. Prose that mentions chapters
-("Chapter 3 covers the method and chapter 4 its results") keeps its sentences between them
-and is not one.
+steps count up by one. Prose that mentions chapters ("Chapter 3 covers the method and
+chapter 4 its results") keeps its sentences between them and is not one.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from statistics import median
 
 _HEADING_WORDS = ("chapter", "part", "book", "section", "appendix")
 _HEADING = re.compile(
-    r"\b(?:chapter|part|book|section|appendix)\s+(?:[ivxlc]+\b\.?|\d+\b\.?|[a-z]+(?:-[a-z]+)?\b\.)",
+    rf"\b(?:{'|'.join(_HEADING_WORDS)})\s+(?:[ivxlc]+\b\.?|\d+\b\.?|[a-z]+(?:-[a-z]+)?\b\.)",
     re.IGNORECASE,
 )
 _LEADERS = re.compile(r"(?:\.\s?){4,}\s*(?:\d+|[ivxlc]+)\b", re.IGNORECASE)
