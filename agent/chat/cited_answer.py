@@ -21,7 +21,7 @@ from agent.chat.answering import (
     grounded_messages,
     mixed_messages,
 )
-from agent.chat.conflicts import conflict_note, show_conflicts, shown
+from agent.chat.conflicts import conflict_note, show_conflicts, shown, without_empty_alarm
 from agent.chat.follow_up import (
     EXCHANGES,
     Exchange,
@@ -136,12 +136,16 @@ def finish_cited_answer(
     drop_invented: bool = True,
 ) -> Answer:
     """The answer with its citations guarded (only what the turn found can be cited), and
-    both sides of each conflict in its context shown (:mod:`agent.chat.conflicts`).
+    both sides of each conflict in its context shown, or an empty conflict alarm dropped
+    when no passages disagree (:mod:`agent.chat.conflicts`).
 
     ``model`` is the answering model's label for ``model_used``; ``citable``: the passages
     the prompt showed, when not just the turn's (a continued exchange); ``drop_invented``:
     sentences naming what no passage holds are dropped (:mod:`agent.retrieval.anchors`)."""
     retrieved = _evidence(state)[1] if citable is None else citable
+    conflicts = state.get("conflicts") or []
+    if not shown(conflicts, retrieved):  # then the guard cites what the rest of it cites
+        raw = without_empty_alarm(raw)
     if state.get("web_context"):
         answer = finish_mixed(
             raw,
@@ -161,7 +165,7 @@ def finish_cited_answer(
             question=state["question"] if drop_invented else None,
         )
     # passages that disagree: both versions cited, and which source to trust asked
-    return show_conflicts(answer, state.get("conflicts") or [], retrieved)
+    return show_conflicts(answer, conflicts, retrieved)
 
 
 def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:

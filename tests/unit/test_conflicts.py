@@ -9,7 +9,14 @@ import re
 import pytest
 
 from agent.chat.answering import Answer
-from agent.chat.conflicts import asks_which_to_trust, conflict_note, detect, show_conflicts
+from agent.chat.cited_answer import finish_cited_answer
+from agent.chat.conflicts import (
+    asks_which_to_trust,
+    conflict_note,
+    detect,
+    show_conflicts,
+    without_empty_alarm,
+)
 from agent.retrieval.citations import cited_ids
 from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
 from agent.retrieval.context import build_context
@@ -254,28 +261,29 @@ def test_an_alarm_naming_only_ids_is_dropped_when_no_passages_disagree():
     retrieved = [chunk_payload(c) for c in (rabbit, cake)]
     assert detect(retrieved) == []
     a, b = rabbit.citation_id, cake.citation_id
+    state = {
+        "question": "What did Alice do?",
+        "route": "hybrid",
+        "relevant": True,
+        "context": "",
+        "retrieved": retrieved,
+        "conflicts": [],
+    }
 
-    def answer(text: str) -> Answer:
-        cited = [p for p in retrieved if p["id"] in cited_ids(text)]
-        return Answer(text, "hybrid", "x", citations=cited, sources=[p["source"] for p in cited])
+    def finish(raw: str) -> Answer:
+        return finish_cited_answer(raw, state, model="x", tokens=0)
 
     # the heading with bare ids after it says nothing: it goes, and so do its citations
-    bare = show_conflicts(
-        answer(f"Alice began to speak {a}.\n\nCONFLICT DETECTED\n{a} and {b}"), [], retrieved
-    )
+    bare = finish(f"Alice began to speak {a}.\n\nCONFLICT DETECTED\n{a} and {b}")
     assert bare.text == f"Alice began to speak {a}."
     assert [c["id"] for c in bare.citations] == [a]
-    inline = show_conflicts(
-        answer(f"She shrank {b}.\n\n**CONFLICT DETECTED:** {a}, {b}."), [], retrieved
-    )
+    inline = finish(f"She shrank {b}.\n\n**CONFLICT DETECTED:** {a}, {b}.")
     assert inline.text == f"She shrank {b}." and [c["id"] for c in inline.citations] == [b]
     # what follows the bare heading stays
     more = f"She shrank {b}.\n\nCONFLICT DETECTED\n{a} and {b}\n\nThe cake made her small {b}."
-    assert show_conflicts(answer(more), [], retrieved).text == (
-        f"She shrank {b}.\n\nThe cake made her small {b}."
-    )
+    assert finish(more).text == f"She shrank {b}.\n\nThe cake made her small {b}."
     # an alarm that states the versions, or an answer that is nothing else, is left alone
     stated = f"CONFLICT DETECTED\n{a} says she spoke, but {b} says she shrank."
-    assert show_conflicts(answer(stated), [], retrieved).text == stated
+    assert without_empty_alarm(stated) == stated
     alone = f"CONFLICT DETECTED\n{a} and {b}"
-    assert show_conflicts(answer(alone), [], retrieved).text == alone
+    assert without_empty_alarm(alone) == alone
