@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import threading
@@ -77,15 +78,19 @@ def model_label(spec: str) -> str:
     return spec.split(":", 1)[-1]
 
 
-def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
+def chat_model(
+    spec: str, settings: Settings, temperature: float, *, background: bool = False
+) -> BaseChatModel:
     """The chat model named by ``spec`` at ``temperature`` (instances are cached).
 
     ``local`` is the packaged model in its own supervised process (started on first use, see
     :mod:`agent.model_server`); when it cannot start, the extractive answerer stands in and
-    every answer begins with a notice saying why.
+    every answer begins with a notice saying why. ``background``: for work nobody waits to
+    read (summaries), whose local calls yield the model to answers (hosted models serve
+    both at once, so it changes nothing there).
     """
     if spec == "local":
-        return _local_chat_model(settings, temperature)
+        return _local_chat_model(settings, temperature, background)
 
     def build() -> BaseChatModel:
         if spec == "extractive":
@@ -99,7 +104,7 @@ def chat_model(spec: str, settings: Settings, temperature: float) -> BaseChatMod
     return _cached(("chat", spec, temperature, settings.chat_timeout_seconds), build)
 
 
-def _local_chat_model(settings: Settings, temperature: float) -> BaseChatModel:
+def _local_chat_model(settings: Settings, temperature: float, background: bool) -> BaseChatModel:
     from agent.local_models import CHAT_LABEL
     from agent.model_server.client import local_chat_client
     from agent.model_server.endpoint import local_model
@@ -112,7 +117,7 @@ def _local_chat_model(settings: Settings, temperature: float) -> BaseChatModel:
             lambda: ExtractiveChatModel(assistant_name=settings.assistant_name, notice=notice),
         )
     return _cached(
-        ("chat", "local", found.url, temperature, settings.chat_timeout_seconds),
+        ("chat", "local", found.url, temperature, settings.chat_timeout_seconds, background),
         lambda: local_chat_client(
             found.url,
             label=CHAT_LABEL,
@@ -120,6 +125,7 @@ def _local_chat_model(settings: Settings, temperature: float) -> BaseChatModel:
             max_tokens=settings.local_chat_max_tokens,
             seed=settings.local_chat_seed,
             timeout=settings.chat_timeout_seconds,
+            background=background,
         ),
     )
 
@@ -130,9 +136,13 @@ LOCAL_MODEL_NOTICE = (
 )
 
 
-async def achat_model(spec: str, settings: Settings, temperature: float) -> BaseChatModel:
+async def achat_model(
+    spec: str, settings: Settings, temperature: float, *, background: bool = False
+) -> BaseChatModel:
     """:func:`chat_model` off the event loop (the first local call starts the model)."""
-    return await asyncio.to_thread(chat_model, spec, settings, temperature)
+    return await asyncio.to_thread(
+        functools.partial(chat_model, spec, settings, temperature, background=background)
+    )
 
 
 def embedding_model(spec: str, settings: Settings, stored: str | None = None) -> EmbeddingModel:

@@ -98,7 +98,9 @@ QUESTIONS: dict[str, list[str]] = {
 
 OPENERS: dict[str, str] = {"What does Alice say about her?": "Who is Dinah?"}
 """A ``follow_up`` question is asked in the chat this question opened (not timed), on the
-same passages: the prefix cache should spare most of its prompt."""
+same passages: the prefix cache should spare most of its prompt. It is asked as soon as the
+opener's answer ends, as a reader who goes on at once would: the opener's chat summary is
+still being written then, and must yield the model to it."""
 
 EXPECTED: dict[str, tuple[str, str]] = {
     "direct": ("direct", "direct"),
@@ -144,7 +146,7 @@ async def _in_chat_of(graph, context, question: str):
     opener = OPENERS.get(question)
     if opener is None:
         return context
-    opened = await ask_once(graph, opener, context)
+    opened = await ask_once(graph, opener, context, drain=False)
     return replace(context, chat_id=opened["state"]["chat_id"])
 
 
@@ -187,7 +189,7 @@ def _notes(rows: list[QuestionFigures], summary: dict, llm_summaries: bool) -> l
         f"summaries for Path B: {summary['writer']} writer"
         + ("" if llm_summaries else " (fast setup; --llm-summaries for the chat model)"),
         "questions asked one after another, each in a fresh chat (a follow-up in its "
-        "opener's), book in scope",
+        "opener's, at once: the opener's chat summary still being written), book in scope",
         "floor: the tokens a turn's model calls read before the first answer token (the "
         "prefix cache held the rest) at llama.cpp's raw prompt speed, measured in this run",
         "TTFT: first streamed answer token; direct streams none (TTFT = answer ready)",

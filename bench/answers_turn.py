@@ -21,8 +21,9 @@ async def _drain_background() -> float:
     return time.perf_counter() - started if waited else 0.0
 
 
-async def ask_once(graph, question: str, context) -> dict:
-    """Ask one question through ``graph`` and time it (see the module docs)."""
+async def ask_once(graph, question: str, context, *, drain: bool = True) -> dict:
+    """Ask one question through ``graph`` and time it (see the module docs); without
+    ``drain`` the next question is asked while the turn's background work still runs."""
     nodes: list[str] = []
     final: dict = {}
     first: float | None = None
@@ -44,7 +45,7 @@ async def ask_once(graph, question: str, context) -> dict:
         calls, tokens_in, tokens_out = usage.snapshot()
         tokens_read = usage.read_tokens
         stock_models = len(stock.usage_metadata)
-    background = await _drain_background()
+    background = await _drain_background() if drain else 0.0
     return {
         "state": final,
         "nodes": nodes,

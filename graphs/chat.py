@@ -276,7 +276,7 @@ async def save(state: ChatState, runtime: Runtime[Context]) -> dict:
     answer = turn_answer(state)
     message_id = await save_answered_turn(services, state, answer)
     try:  # the turn is saved: a model that cannot be loaded only skips the summary
-        model, _ = await load_model(runtime, services.settings, 0.0)
+        model, _ = await load_model(runtime, services.settings, 0.0, background=True)
     except Exception:
         log.warning("no model for the summary of chat %s", state["chat_id"], exc_info=True)
     else:

@@ -38,12 +38,17 @@ def model_spec(runtime: Runtime[Context], default: str) -> str:
 
 
 async def load_model(
-    runtime: Runtime[Context], settings: Settings, temperature: float, default: str | None = None
+    runtime: Runtime[Context],
+    settings: Settings,
+    temperature: float,
+    default: str | None = None,
+    *,
+    background: bool = False,
 ) -> tuple[BaseChatModel, str]:
     """The run's chat model at ``temperature`` (``default``: the configured chat model) and
-    its spec."""
+    its spec; ``background``: for work after the answer, which yields to answers."""
     spec = model_spec(runtime, default or settings.chat_model)
-    return await achat_model(spec, settings, temperature), spec
+    return await achat_model(spec, settings, temperature, background=background), spec
 
 
 def _personalised(messages: list[BaseMessage], persona: str | None) -> list[BaseMessage]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -36,6 +37,23 @@ async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
         await work
     except Exception:
         log.warning(what, exc_info=True)
+
+
+_summary_locks: weakref.WeakValueDictionary[uuid.UUID, asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+"""One summary update at a time per chat (each reads the summary the last one stored)."""
+
+
+async def _one_at_a_time(chat_id: uuid.UUID, work: Coroutine[Any, Any, Any]) -> None:
+    """Run ``work`` after the chat's earlier summary updates in this process: a turn asked
+    while the last one's update waits for the model (it yields to answers) must not fold
+    into the summary that update has not stored yet, or one of the two turns is lost."""
+    lock = _summary_locks.get(chat_id)
+    if lock is None:
+        lock = _summary_locks[chat_id] = asyncio.Lock()
+    async with lock:
+        await work
 
 
 def _in_background(work: Coroutine[Any, Any, Any]) -> None:
@@ -116,9 +134,9 @@ async def update_chat_summary(
         f"could not update the summary of chat {chat_id}",
     )
     if is_extractive(model):
-        await summary
+        await _one_at_a_time(chat_id, summary)
     else:  # an LLM call: keep it off the answer's critical path
-        _in_background(summary)
+        _in_background(_one_at_a_time(chat_id, summary))
 
 
 async def save_failed_turn(

@@ -4,11 +4,16 @@
 local model is reached exactly like a hosted OpenAI-compatible one. It adds one thing: a
 call that cannot reach the process, or loses it mid-stream, raises
 :class:`~agent.model_server.endpoint.ModelUnavailable` (the API answers 503
-``model_unavailable``) and makes the next call look for the server again.
+``model_unavailable``) and makes the next call look for the server again. A client made for
+background work (``background=True``: summaries) sends its calls at background priority:
+the model process stops such a call when an answer arrives (:mod:`agent.model_server.
+priority`), and the client sends it again after a pause, until its timeout has passed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -21,6 +26,7 @@ from langchain_openai import ChatOpenAI
 
 from agent.model_server import LIKELIHOOD_PATH
 from agent.model_server.endpoint import ModelUnavailable, forget
+from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER
 
 UNAVAILABLE = (
     "The local model stopped while answering; it is being restarted. Your question was "
@@ -31,10 +37,19 @@ UNAVAILABLE = (
 _LOST = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError)
 
 
+FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.5, 4.0
+"""A yielded background call is sent again after these pauses (doubling)."""
+
+
 def _lost(exc: BaseException) -> bool:
     return isinstance(exc, _LOST) and not isinstance(
         exc, openai.APITimeoutError | httpx.TimeoutException
     )
+
+
+def _yielded(exc: BaseException) -> bool:
+    # the model process answers 429 for nothing else (it has no rate limit)
+    return isinstance(exc, openai.RateLimitError)
 
 
 class LocalServerChat(ChatOpenAI):
@@ -42,10 +57,21 @@ class LocalServerChat(ChatOpenAI):
 
     server_url: str
     """The server's root URL (the OpenAI API is under ``/v1``)."""
+    background: bool = False
+    """Background priority: calls yield to answers and are sent again (module docs)."""
 
     def _unavailable(self, exc: BaseException) -> ModelUnavailable:
         forget(self.server_url)
         return ModelUnavailable(UNAVAILABLE)
+
+    def _sends_again(self, exc: BaseException, pause: float, deadline: float) -> bool:
+        """Whether a call that raised ``exc`` is sent again after ``pause`` (a background
+        call that yielded, with time left)."""
+        return self.background and _yielded(exc) and time.monotonic() + pause <= deadline
+
+    def _deadline(self) -> float:
+        timeout = self.request_timeout
+        return time.monotonic() + (timeout if isinstance(timeout, int | float) else 600.0)
 
     def _generate(
         self,
@@ -54,12 +80,17 @@ class LocalServerChat(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        try:
-            return super()._generate(messages, stop, run_manager, **kwargs)
-        except Exception as exc:
-            if _lost(exc):
-                raise self._unavailable(exc) from exc
-            raise
+        deadline, pause = self._deadline(), FIRST_PAUSE_S
+        while True:
+            try:
+                return super()._generate(messages, stop, run_manager, **kwargs)
+            except Exception as exc:
+                if _lost(exc):
+                    raise self._unavailable(exc) from exc
+                if not self._sends_again(exc, pause, deadline):
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, LONGEST_PAUSE_S)
 
     async def _agenerate(
         self,
@@ -68,12 +99,17 @@ class LocalServerChat(ChatOpenAI):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        try:
-            return await super()._agenerate(messages, stop, run_manager, **kwargs)
-        except Exception as exc:
-            if _lost(exc):
-                raise self._unavailable(exc) from exc
-            raise
+        deadline, pause = self._deadline(), FIRST_PAUSE_S
+        while True:
+            try:
+                return await super()._agenerate(messages, stop, run_manager, **kwargs)
+            except Exception as exc:
+                if _lost(exc):
+                    raise self._unavailable(exc) from exc
+                if not self._sends_again(exc, pause, deadline):
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, LONGEST_PAUSE_S)
 
     def _stream(
         self,
@@ -106,11 +142,23 @@ class LocalServerChat(ChatOpenAI):
 
 
 def local_chat_client(
-    url: str, *, label: str, temperature: float, max_tokens: int, seed: int, timeout: float
+    url: str,
+    *,
+    label: str,
+    temperature: float,
+    max_tokens: int,
+    seed: int,
+    timeout: float,
+    background: bool = False,
 ) -> LocalServerChat:
-    """The chat client for the local model server at ``url``."""
+    """The chat client for the local model server at ``url`` (``background``: for work
+    nobody waits to read, which yields the model to answers)."""
     return LocalServerChat(
         server_url=url,
+        background=background,
+        default_headers={PRIORITY_HEADER: BACKGROUND} if background else None,
+        # a background call is never streamed: only whole calls can yield and be sent again
+        disable_streaming=background,
         base_url=f"{url}/v1",
         api_key="local",
         model=label,

@@ -13,6 +13,8 @@ Run as ``python -m agent.model_server.process --model FILE --port P`` by the sup
 
 Requests queue for the model one at a time (``interrupt_requests=False``: a new request
 never cuts off the one streaming), and a client that disconnects stops its generation.
+Background work (a chat's summary, a book's summaries, warming) yields the model to any
+answer that arrives while it runs (:mod:`agent.model_server.priority`).
 The KV cache stays in this process between requests, so a follow-up sharing a prompt prefix
 only reads its new tokens.
 """
@@ -121,12 +123,13 @@ def build_app(
     from llama_cpp.server.app import create_app, get_llama_proxy
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
+    from agent.model_server.priority import ANSWERS, PriorityMiddleware, yielding
     from agent.model_server.prompt_cache import use_lean_states
     from agent.model_server.scoring import likelihood_scores_sync
 
     if not getattr(llama_cpp.Llama.create_chat_completion, "__wrapped__", None):
-        llama_cpp.Llama.create_chat_completion = _with_stream_usage(
-            llama_cpp.Llama.create_chat_completion
+        llama_cpp.Llama.create_chat_completion = yielding(
+            _with_stream_usage(llama_cpp.Llama.create_chat_completion)
         )
     use_lean_states()
     model_settings = ModelSettings(
@@ -179,6 +182,7 @@ def build_app(
         return {"scores": scores}
 
     app.include_router(router)
+    app.add_middleware(PriorityMiddleware, answers=ANSWERS)
     return app
 
 

@@ -11,17 +11,22 @@ Longer openings are warmed the same way: a book's overview prompt (system prompt
 stored summary, all but the question: :func:`agent.chat.overview.overview_openings`) when
 its summary is written and for the books summarized last when a server starts, so "summarize
 the book" reads only the question (measured here: TTFT 4.8 s cold, 517 tokens read).
+
+Warming is background work: an answer that arrives meanwhile stops the opening being read
+(:mod:`agent.model_server.priority`), which is sent again once the model is free.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 import httpx
 
 from agent import prompts
 from agent.config import Settings
+from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER, YIELDED_STATUS
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +60,27 @@ def warm_openings(url: str, openings: Sequence[list[dict]], timeout: float = 120
     token, so its prompt cache keeps the state; how many were cached. A failure is logged
     and ends the warming (the questions will read them)."""
     warmed = 0
-    with httpx.Client(base_url=url.rstrip("/"), timeout=timeout) as client:
+    headers = {PRIORITY_HEADER: BACKGROUND}
+    with httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=headers) as client:
         for messages in openings:
+            body = {"messages": messages, "max_tokens": 1, "temperature": 0}
             try:
-                client.post(
-                    "/v1/chat/completions",
-                    json={"messages": messages, "max_tokens": 1, "temperature": 0},
-                ).raise_for_status()
+                _post_when_free(client, body, time.monotonic() + timeout)
             except httpx.HTTPError as exc:
                 log.warning("could not warm the model's prompt cache: %s", exc)
                 break
             warmed += 1
     return warmed
+
+
+def _post_when_free(client: httpx.Client, body: dict, deadline: float) -> None:
+    """Post ``body`` at background priority, again after a pause while it yields to answers
+    (until ``deadline``); raises the last HTTP error."""
+    pause = 0.5
+    while True:
+        reply = client.post("/v1/chat/completions", json=body)
+        if reply.status_code != YIELDED_STATUS or time.monotonic() + pause > deadline:
+            reply.raise_for_status()
+            return
+        time.sleep(pause)
+        pause = min(2 * pause, 4.0)

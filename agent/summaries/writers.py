@@ -225,7 +225,8 @@ async def summary_writer(settings: Settings, spec: str | None = None) -> Summary
     spec = spec or settings.summary_model or settings.chat_model
     if spec == "extractive":
         return ExtractiveSummaryWriter()
-    model = await achat_model(spec, settings, settings.temperature_summary)
+    # a book's summaries are background work: on the local model they yield to answers
+    model = await achat_model(spec, settings, settings.temperature_summary, background=True)
     return LLMSummaryWriter(model, model_label(spec), settings.summary_max_tokens)
 
 

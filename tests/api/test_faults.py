@@ -273,7 +273,7 @@ def failing_model(monkeypatch):
 
     model = FailingModel()
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)
@@ -352,7 +352,7 @@ async def test_a_hanging_chat_model_times_out_and_keeps_only_the_question(
     user, headers, _ = reader
     model = HangingModel()
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)

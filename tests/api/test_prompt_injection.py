@@ -107,7 +107,7 @@ class ObedientModel(BaseChatModel):
 def obedient(monkeypatch):
     model = ObedientModel(prompts=[])
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)

@@ -263,6 +263,66 @@ async def test_a_cancelled_answer_stops_generating():
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.local_model
+async def test_background_work_yields_the_model_to_an_answer():
+    """A summary being written when a question arrives stops at once: the answer's first
+    token does not wait for it, and the summary is written afterwards (sent again)."""
+    import asyncio
+    import random
+
+    from agent.config import get_settings
+    from agent.models import achat_model
+
+    settings = get_settings()
+    background = await achat_model("local", settings, 0.0, background=True)
+    model = await achat_model("local", settings, 0.0)
+    words = random.Random(time.time_ns()).sample(
+        [
+            "apple",
+            "river",
+            "stone",
+            "cloud",
+            "lamp",
+            "violin",
+            "harbor",
+            "tiger",
+            "maple",
+            "copper",
+            "garden",
+            "rocket",
+            "pencil",
+            "meadow",
+            "candle",
+            "falcon",
+            "silver",
+            "bridge",
+            "orchard",
+            "lantern",
+        ],
+        20,
+    )
+    notes = "\n".join(f"Note {i}: the {w} was moved to shelf {i * 7}." for i, w in enumerate(words))
+    # ~1,000 new tokens: several seconds of prompt reading on any CPU we run on
+    prompt = f"Summarize these notes in one sentence.\n{notes}\n{notes}\n{notes}"
+    finished: dict[str, float] = {}
+
+    async def summary():
+        reply = await background.ainvoke(prompt, max_tokens=30)
+        finished["at"] = time.monotonic()
+        return reply
+
+    task = asyncio.create_task(summary())
+    await asyncio.sleep(1.0)  # the summary's prompt is being read
+    asked, first = time.monotonic(), None
+    async for chunk in model.astream("Reply with the single word: ready", max_tokens=3):
+        if chunk.content and first is None:
+            first = time.monotonic()
+    written = await asyncio.wait_for(task, 300)
+    assert first is not None and str(written.content).strip()
+    assert first < finished["at"], "the answer waited for the background summary"
+    assert first - asked < 5
+
+
 def _state(services) -> dict:
     import json
 

@@ -14,7 +14,7 @@ def recording(monkeypatch):
     the chat graph."""
     model = RecordingModel(prompts=[])
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)
@@ -27,7 +27,7 @@ def scripted(monkeypatch, services):
     from ``decisions``, answers extractive), with tool selection on."""
     model = ScriptedModel(decisions=[], offered=[], prompts=[])
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)

@@ -29,7 +29,7 @@ from tests.support.samples import book_text
 def recorder(monkeypatch):
     model = RecordingModel(prompts=[])
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)

@@ -54,7 +54,7 @@ async def library(services):
 def recorder(monkeypatch):
     model = RecordingModel(prompts=[])
 
-    async def fake(spec, settings, temperature):
+    async def fake(spec, settings, temperature, **_):
         return model
 
     monkeypatch.setattr(model_calls, "achat_model", fake)

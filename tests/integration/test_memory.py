@@ -208,3 +208,35 @@ async def test_extractive_fallbacks_are_deterministic(services, new_user):
     capped = fallback_summary(two, "Next?", "Later.", 40)
     assert capped == "Q: Next?; A: Later."  # the oldest lines go first
     assert fallback_summary(two, "Next?", "Later.", 40) == capped
+
+
+class SlowEchoModel(GenericFakeChatModel):
+    """Writes the summary slowly, as the whole update prompt (previous summary and newest
+    exchange), so a lost turn shows."""
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any):
+        import asyncio
+
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        await asyncio.sleep(0.3)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(messages[-1].content))])
+
+
+async def test_summary_updates_of_one_chat_run_one_after_another(services, new_user):
+    """A turn asked while the last turn's summary is still being written folds into the
+    summary that one stores: both turns are kept."""
+    from types import SimpleNamespace
+
+    from agent.chat.finished_turn import update_chat_summary, wait_for_background
+
+    user = await new_user("quick-reader")
+    chat_id = await make_chat(services, user.id)
+    state = {"user_id": str(user.id), "chat_id": str(chat_id), "question": "Who is Dinah?"}
+    model = SlowEchoModel(messages=iter([]))
+    await update_chat_summary(services, state, SimpleNamespace(text="Alice's cat."), model)
+    state = {**state, "question": "What does she catch?"}
+    await update_chat_summary(services, state, SimpleNamespace(text="Bats and mice."), model)
+    await wait_for_background()
+    summary = (await load_memory(services, user.id, chat_id)).summary
+    assert "Who is Dinah?" in summary and "What does she catch?" in summary

@@ -1,0 +1,116 @@
+"""Answers before background work, in the model process.
+
+The model runs one request at a time. Work nobody is waiting to read (a chat's running
+summary after each turn, a book's summaries, warming the prompt cache) is sent with the
+header ``X-Quire-Priority: background``. While such a call holds the model and an answer's
+request arrives, llama.cpp's abort callback stops the call at its next graph node (a few
+milliseconds, even in the middle of reading a long prompt) and the server answers it
+``429 yielded``; the client sends it again later (:class:`~agent.model_server.client.
+LocalServerChat`). So a follow-up asked while the chat's summary is being written starts at
+once instead of waiting seconds behind it.
+
+The abort callback is set only for the length of a background call: answers run without
+it (each check takes the GIL, once per graph node).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import threading
+from typing import Any
+
+PRIORITY_HEADER = "x-quire-priority"
+BACKGROUND = "background"
+YIELDED_STATUS = 429
+YIELDED = "yielded to an answer"
+
+_background_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "quire_background_call", default=False
+)
+
+
+class Answers:
+    """How many answer requests the process has in flight (queued or running)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def started(self) -> None:
+        """An answer's request arrived."""
+        with self._lock:
+            self._count += 1
+
+    def ended(self) -> None:
+        """An answer's request was answered (or its client left)."""
+        with self._lock:
+            self._count -= 1
+
+    @property
+    def waiting(self) -> bool:
+        """Whether any answer's request is in flight."""
+        return self._count > 0
+
+
+class PriorityMiddleware:
+    """ASGI middleware: marks a background request's call (a context variable the model
+    call reads in its worker thread) and counts every other POST as an answer in flight."""
+
+    def __init__(self, app: Any, answers: Answers) -> None:
+        self.app = app
+        self.answers = answers
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Handle one ASGI connection (see the class docs)."""
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if headers.get(PRIORITY_HEADER.encode()) == BACKGROUND.encode():
+            token = _background_call.set(True)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _background_call.reset(token)
+            return
+        self.answers.started()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.answers.ended()
+
+
+ANSWERS = Answers()
+"""The process's answers in flight (one model process, one count)."""
+
+
+def yielding(create_chat_completion, answers: Answers = ANSWERS):
+    """``Llama.create_chat_completion`` whose background calls (not streamed) stop when an
+    answer is waiting, raising an HTTP 429 ``yielded`` for the client to try again."""
+    from fastapi import HTTPException
+
+    @functools.wraps(create_chat_completion)
+    def wrapper(self, *args: Any, **kwargs: Any):
+        if not _background_call.get() or kwargs.get("stream"):
+            return create_chat_completion(self, *args, **kwargs)
+        if answers.waiting:  # do not even start: it would be stopped at once
+            raise HTTPException(YIELDED_STATUS, YIELDED)
+        import llama_cpp
+
+        @llama_cpp.ggml_abort_callback
+        def abort(_data) -> bool:
+            return answers.waiting
+
+        ctx = self._ctx.ctx
+        llama_cpp.llama_set_abort_callback(ctx, abort, None)
+        try:
+            return create_chat_completion(self, *args, **kwargs)
+        except RuntimeError as exc:  # llama_decode returned 2: aborted (its batch undone)
+            if answers.waiting:
+                raise HTTPException(YIELDED_STATUS, YIELDED) from exc
+            raise
+        finally:
+            llama_cpp.llama_set_abort_callback(ctx, llama_cpp.ggml_abort_callback(), None)
+
+    return wrapper
