@@ -106,8 +106,10 @@ def yielding(create_chat_completion, answers: Answers = ANSWERS):
         llama_cpp.llama_set_abort_callback(ctx, abort, None)
         try:
             return create_chat_completion(self, *args, **kwargs)
-        except RuntimeError as exc:  # llama_decode returned 2: aborted (its batch undone)
-            if answers.waiting:
+        except RuntimeError as exc:
+            # "llama_decode returned 2": aborted. The tokens read so far are not counted, and
+            # the next call's eval clears the KV cells past them first
+            if str(exc).endswith("returned 2"):
                 raise HTTPException(YIELDED_STATUS, YIELDED) from exc
             raise
         finally:
