@@ -39,9 +39,7 @@ async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
         log.warning(what, exc_info=True)
 
 
-_summary_locks: weakref.WeakValueDictionary[uuid.UUID, asyncio.Lock] = (
-    weakref.WeakValueDictionary()
-)
+_summary_locks: weakref.WeakValueDictionary[uuid.UUID, asyncio.Lock] = weakref.WeakValueDictionary()
 """One summary update at a time per chat (each reads the summary the last one stored)."""
 
 

@@ -26,7 +26,7 @@ from langchain_openai import ChatOpenAI
 
 from agent.model_server import LIKELIHOOD_PATH
 from agent.model_server.endpoint import ModelUnavailable, forget
-from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER
+from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER, pauses_until
 
 UNAVAILABLE = (
     "The local model stopped while answering; it is being restarted. Your question was "
@@ -35,10 +35,6 @@ UNAVAILABLE = (
 
 # what a dead or restarting model process looks like from here (a timeout is not one)
 _LOST = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError)
-
-
-FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.5, 4.0
-"""A yielded background call is sent again after these pauses (doubling)."""
 
 
 def _lost(exc: BaseException) -> bool:
@@ -64,14 +60,17 @@ class LocalServerChat(ChatOpenAI):
         forget(self.server_url)
         return ModelUnavailable(UNAVAILABLE)
 
-    def _sends_again(self, exc: BaseException, pause: float, deadline: float) -> bool:
-        """Whether a call that raised ``exc`` is sent again after ``pause`` (a background
-        call that yielded, with time left)."""
-        return self.background and _yielded(exc) and time.monotonic() + pause <= deadline
-
-    def _deadline(self) -> float:
+    def _pauses(self) -> Iterator[float]:
+        """The pauses before a yielded call is sent again, within the request timeout."""
         timeout = self.request_timeout
-        return time.monotonic() + (timeout if isinstance(timeout, int | float) else 600.0)
+        return pauses_until(
+            time.monotonic() + (timeout if isinstance(timeout, int | float) else 600.0)
+        )
+
+    def _pause_after(self, exc: BaseException, pauses: Iterator[float]) -> float | None:
+        """The pause before a call that raised ``exc`` is sent again; ``None``: raise it (not
+        a yielded background call, or no time left)."""
+        return next(pauses, None) if self.background and _yielded(exc) else None
 
     def _generate(
         self,
@@ -80,17 +79,17 @@ class LocalServerChat(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        deadline, pause = self._deadline(), FIRST_PAUSE_S
+        pauses = self._pauses()
         while True:
             try:
                 return super()._generate(messages, stop, run_manager, **kwargs)
             except Exception as exc:
                 if _lost(exc):
                     raise self._unavailable(exc) from exc
-                if not self._sends_again(exc, pause, deadline):
+                pause = self._pause_after(exc, pauses)
+                if pause is None:
                     raise
             time.sleep(pause)
-            pause = min(2 * pause, LONGEST_PAUSE_S)
 
     async def _agenerate(
         self,
@@ -99,17 +98,17 @@ class LocalServerChat(ChatOpenAI):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        deadline, pause = self._deadline(), FIRST_PAUSE_S
+        pauses = self._pauses()
         while True:
             try:
                 return await super()._agenerate(messages, stop, run_manager, **kwargs)
             except Exception as exc:
                 if _lost(exc):
                     raise self._unavailable(exc) from exc
-                if not self._sends_again(exc, pause, deadline):
+                pause = self._pause_after(exc, pauses)
+                if pause is None:
                     raise
             await asyncio.sleep(pause)
-            pause = min(2 * pause, LONGEST_PAUSE_S)
 
     def _stream(
         self,

@@ -18,12 +18,15 @@ from __future__ import annotations
 import contextvars
 import functools
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 PRIORITY_HEADER = "x-quire-priority"
 BACKGROUND = "background"
 YIELDED_STATUS = 429
 YIELDED = "yielded to an answer"
+FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.5, 4.0
 
 _background_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "quire_background_call", default=False
@@ -79,6 +82,15 @@ class PriorityMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.answers.ended()
+
+
+def pauses_until(deadline: float) -> Iterator[float]:
+    """The pauses before a yielded background call is sent again (0.5 s, doubling up to
+    4 s), while they end before ``deadline`` (``time.monotonic``)."""
+    pause = FIRST_PAUSE_S
+    while time.monotonic() + pause <= deadline:
+        yield pause
+        pause = min(2 * pause, LONGEST_PAUSE_S)
 
 
 ANSWERS = Answers()

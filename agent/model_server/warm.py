@@ -26,7 +26,12 @@ import httpx
 
 from agent import prompts
 from agent.config import Settings
-from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER, YIELDED_STATUS
+from agent.model_server.priority import (
+    BACKGROUND,
+    PRIORITY_HEADER,
+    YIELDED_STATUS,
+    pauses_until,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +81,11 @@ def warm_openings(url: str, openings: Sequence[list[dict]], timeout: float = 120
 def _post_when_free(client: httpx.Client, body: dict, deadline: float) -> None:
     """Post ``body`` at background priority, again after a pause while it yields to answers
     (until ``deadline``); raises the last HTTP error."""
-    pause = 0.5
+    pauses = pauses_until(deadline)
     while True:
         reply = client.post("/v1/chat/completions", json=body)
-        if reply.status_code != YIELDED_STATUS or time.monotonic() + pause > deadline:
+        pause = next(pauses, None) if reply.status_code == YIELDED_STATUS else None
+        if pause is None:
             reply.raise_for_status()
             return
         time.sleep(pause)
-        pause = min(2 * pause, 4.0)
