@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from agent import prompts
 from agent.chat.answering import Answer
 from agent.retrieval.citations import cited_ids, unique
-from agent.retrieval.conflicts import Passage, find_conflicts
+from agent.retrieval.conflicts import Passage, find_conflicts, is_negated
 
 _TRUST_QUESTION = re.compile(r"[^.!?\n]*\btrust\b[^.!?\n]*\?", re.IGNORECASE)
 # the prompt's heading with nothing but ids after it: "CONFLICT DETECTED\n#chk_a and #chk_b"
@@ -56,6 +56,15 @@ def _said(conflict: dict, side: str) -> str:
     if conflict["kind"] == "negation":
         return f'"{conflict[f"{side}_sentence"].rstrip(".")}"'
     return conflict[f"{side}_value"]
+
+
+def states_both(text: str, conflict: dict) -> bool:
+    """Whether ``text`` gives both versions of ``conflict``, not only cites them: each value,
+    or for a negation the negation ("runs" / "does not run": the other side is the topic)."""
+    if conflict["kind"] == "negation":
+        return is_negated(text)
+    said = " ".join(text.lower().split())
+    return all(conflict[f"{side}_value"].lower() in said for side in ("first", "second"))
 
 
 def conflict_note(conflicts: Sequence[dict]) -> str:
@@ -111,7 +120,9 @@ def show_conflicts(answer: Answer, conflicts: Sequence[dict], retrieved: list[di
     missing = [c for c in conflicts if not {c["first"], c["second"]} <= cited]
     if missing:
         answer.text = f"{answer.text.rstrip()}\n\n{conflict_section(missing)}"
-    elif not asks_which_to_trust(answer.text):
+    elif not asks_which_to_trust(answer.text) or not all(
+        states_both(answer.text, c) for c in conflicts
+    ):  # the question that names both versions
         answer.text = f"{answer.text.rstrip()}\n\n{trust_question(conflicts)}"
     have = {c["id"] for c in answer.citations}
     by_id = {c["id"]: c for c in retrieved}

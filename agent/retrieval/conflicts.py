@@ -194,6 +194,11 @@ def _passage_facts(text: str) -> tuple[_Facts, ...]:
     return tuple(_facts(s) for s in split_sentences(" ".join(text.split())))
 
 
+def is_negated(text: str) -> bool:
+    """Whether ``text`` holds a negation ("not", "no", "never", "doesn't"...)."""
+    return _facts(text).negated
+
+
 def _facts(sentence: str) -> _Facts:
     """Split one sentence into its topic, values and polarity."""
     tokens = _TOKEN.findall(sentence)

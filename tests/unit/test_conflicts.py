@@ -287,3 +287,31 @@ def test_an_alarm_naming_only_ids_is_dropped_when_no_passages_disagree():
     assert without_empty_alarm(stated) == stated
     alone = f"CONFLICT DETECTED\n{a} and {b}"
     assert without_empty_alarm(alone) == alone
+
+
+def test_both_sides_cited_but_one_version_unsaid_gets_the_question_naming_both():
+    """A small model cites both sides and asks which to trust, yet gives one version only
+    ("... contradicts this"): the question that states both versions is added."""
+    yes = _chunk("The Kestrel Bay ferry runs on Sundays.", "timetable")
+    no = _chunk("The Kestrel Bay ferry does not run on Sundays.", "notice")
+    retrieved = [chunk_payload(c) for c in (yes, no)]
+    conflicts = detect(retrieved)
+    vague = (
+        f"The ferry runs on Sundays {yes.citation_id}. {no.citation_id} contradicts this. "
+        "Which source to trust?"
+    )
+    shown = show_conflicts(Answer(text=vague, route="h", model_used="x"), conflicts, retrieved)
+    assert shown.text.startswith(vague)
+    assert 'which says "The Kestrel Bay ferry does not run on Sundays"' in shown.text
+    long = _chunk("The old viaduct is 450 metres long and carries two tracks.", "survey")
+    short = _chunk("At 520 metres long, the old viaduct carries two tracks.", "guide")
+    retrieved = [chunk_payload(c) for c in (long, short)]
+    conflicts = detect(retrieved)
+    one_value = f"It is 450 metres {long.citation_id}; {short.citation_id} differs. Trust which?"
+    shown = show_conflicts(Answer(text=one_value, route="h", model_used="x"), conflicts, retrieved)
+    assert "520" in shown.text and shown.text.startswith(one_value)
+    both = f"It is 450 metres {long.citation_id} or 520 {short.citation_id}. Trust which?"
+    assert (
+        show_conflicts(Answer(text=both, route="h", model_used="x"), conflicts, retrieved).text
+        == both
+    )
