@@ -36,16 +36,30 @@ def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
     return {t: math.log(1 + n / df[t]) for t in wanted if df[t]}
 
 
-def _kept(scores: list[float], hits: int, neighbours: int) -> list[int]:
+def _kept(
+    scores: list[float], hits: int, neighbours: int, lengths: list[int] | None = None, limit=0
+) -> list[int]:
     """Indexes of the best ``hits`` sentences (ties: the earlier) that score at least half
-    the best, with ``neighbours`` either side, in order."""
+    the best, with ``neighbours`` either side, in order. With ``lengths`` (of each sentence),
+    the neighbours farthest from a best sentence are left out first while the kept ones
+    run over ``limit`` characters."""
     best = max(scores, default=0.0)
     if best <= 0:
         return []
     ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
     chosen = [i for i in ranked[:hits] if scores[i] >= best / 2]
-    keep = {j for i in chosen for j in range(i - neighbours, i + neighbours + 1)}
-    return sorted(j for j in keep if 0 <= j < len(scores))
+    distance: dict[int, int] = {}
+    for i in chosen:
+        for j in range(max(i - neighbours, 0), min(i + neighbours + 1, len(scores))):
+            distance[j] = min(distance.get(j, neighbours + 1), abs(j - i))
+    if lengths is not None:  # nearest first; after a best sentence before the one before it
+        order = sorted(distance, key=lambda j: (distance[j], -j))
+        total = 0
+        for j in order:
+            total += lengths[j] + 1
+            if total > limit and distance[j] > 0:
+                distance.pop(j)
+    return sorted(distance)
 
 
 def _joined(sentences: list[str], keep: list[int], shown: frozenset[int] | None = None) -> str:
@@ -71,31 +85,77 @@ def _sentences(text: str) -> list[str]:
     return split_sentences(" ".join(ORNAMENT.sub(" ", text).split()))
 
 
+def _span(window: list[str], whole: list[str]) -> tuple[int, int] | None:
+    """Indexes of the first and last sentences of ``whole`` that ``window`` (a piece of the
+    same text, maybe cut mid-sentence at either end) shows; ``None`` when it is not found."""
+    found = []
+    start = 0
+    for sentence in window:
+        core = sentence.strip(GAP + " ")
+        at = next((i for i in range(start, len(whole)) if core and core in whole[i]), None)
+        if at is not None:
+            found.append(at)
+            start = at
+    return (found[0], found[-1]) if found else None
+
+
 def _focus(
-    question: str, passages: Mapping[str, str], hits: int, neighbours: int
+    question: str,
+    passages: Mapping[str, str],
+    hits: int,
+    neighbours: int,
+    wholes: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[list[str], list[int]]]:
-    """Each passage's sentences and the indexes of those kept (all of a short passage)."""
+    """Each passage's sentences and the indexes of those kept (all of a short passage).
+
+    ``wholes[cid]``: the text the passage was cut from (its parent). The best sentences are
+    still picked within the passage, but their neighbours come from the whole text, so a
+    best sentence at the passage's edge keeps the sentences after it (the name the next
+    line gives, "What is his name?" "Bingley.")."""
     split = {cid: _sentences(text) for cid, text in passages.items()}
     weights = _weights(question, list(split.values()))
     focused: dict[str, tuple[list[str], list[int]]] = {}
-    for cid, sentences in split.items():
-        if len(sentences) <= hits + 2 * neighbours:
+    for cid, shown in split.items():
+        sentences, lo, hi = shown, 0, len(shown) - 1
+        whole = _sentences(wholes[cid]) if wholes and wholes.get(cid) else []
+        span = _span(shown, whole) if len(whole) > len(shown) else None
+        if span is not None:
+            sentences, (lo, hi) = whole, span
+        short = hi - lo + 1 <= hits + 2 * neighbours
+        if short and span is None:
             focused[cid] = (sentences, list(range(len(sentences))))
             continue
-        scores = [sum(weights.get(t, 0.0) for t in content_terms(s)) for s in sentences]
-        focused[cid] = (sentences, _kept(scores, hits, neighbours) or list(range(hits)))
+        scores = [
+            sum(weights.get(t, 0.0) for t in content_terms(s)) if lo <= i <= hi else 0.0
+            for i, s in enumerate(sentences)
+        ]
+        fallback = list(range(lo, hi + 1 if short else lo + hits))
+        # as long as the passage at most: its neighbours may cross its edges, not grow it
+        kept = (
+            _kept(scores, hits, neighbours, [len(x) for x in sentences], len(passages[cid]))
+            if span is not None
+            else _kept(scores, hits, neighbours)
+        )
+        focused[cid] = (sentences, kept or fallback)
     return focused
 
 
 def focus_passages(
-    question: str, passages: Mapping[str, str], *, hits: int = 2, neighbours: int = 1
+    question: str,
+    passages: Mapping[str, str],
+    *,
+    hits: int = 2,
+    neighbours: int = 1,
+    wholes: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Each passage (by citation id) cut to the sentences that answer ``question`` best and
     their ``neighbours`` (see the module docs). A passage none of whose sentences shares a
     question word keeps its first ``hits`` sentences; a short one is kept whole."""
     return {
         cid: _joined(sentences, keep) or passages[cid]
-        for cid, (sentences, keep) in _focus(question, passages, hits, neighbours).items()
+        for cid, (sentences, keep) in _focus(
+            question, passages, hits, neighbours, wholes
+        ).items()
     }
 
 
@@ -113,6 +173,7 @@ def focus_by_holder(
     *,
     hits: int = 2,
     neighbours: int = 1,
+    wholes: Mapping[str, str] | None = None,
 ) -> dict[str, list[tuple[str, str]]]:
     """:func:`focus_passages`, with each kept sentence under the chunk that holds it.
 
@@ -123,7 +184,7 @@ def focus_by_holder(
     ``(citation id, focused text)`` for each chunk holding kept sentences, in order of
     their first kept sentence.
     """
-    focused = _focus(question, passages, hits, neighbours)
+    focused = _focus(question, passages, hits, neighbours, wholes)
     runs: dict[str, list[tuple[str, str]]] = {}
     for cid, (sentences, keep) in focused.items():
         if not sentences:

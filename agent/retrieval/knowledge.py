@@ -107,6 +107,7 @@ async def knowledge_search(
     if focused:  # each passage cut to the sentences the question matches (no model call)
         window = window_size(settings.parent_context_chars, budget, len(chunks))
         windows = {c.citation_id: surroundings(c, window) for c in chunks}
+        wholes = {c.citation_id: c.record.parent_text or "" for c in chunks}
         hits, neighbours = settings.focus_sentences, settings.focus_neighbours
         if cite_holders:
             siblings = await _siblings(services, scope, chunks)
@@ -120,10 +121,13 @@ async def knowledge_search(
                 },
                 hits=hits,
                 neighbours=neighbours,
+                wholes=wholes,
             )
             chunks, paragraphs = _under_holders(chunks, runs, siblings)
         else:
-            paragraphs = focus_passages(question, windows, hits=hits, neighbours=neighbours)
+            paragraphs = focus_passages(
+                question, windows, hits=hits, neighbours=neighbours, wholes=wholes
+            )
     if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}
     context = build_context(

@@ -97,6 +97,50 @@ def test_each_kept_sentence_goes_under_the_chunk_that_holds_it():
     assert both[0][1].endswith("worth the trouble.") and both[1][1].startswith("Suddenly")
 
 
+NETHERFIELD = (
+    "Mr. Bennet was among the earliest of those who waited on the new neighbour at last. "
+    "He had always intended to visit him, though to the last always assuring his wife so. "
+    "Mrs. Bennet could not sit still. "
+    "She said Netherfield Park is let at last. "
+    "Mrs. Long says that Netherfield is taken by a young man of large fortune from the north, "
+    "that he came down on Monday in a chaise and four to see the place. "
+    "“What is his name?” "
+    "“Bingley.” "
+    "“Is he married or single?” "
+    "“Oh! single, my dear, to be sure!”"
+)
+
+
+def test_a_best_sentence_at_the_window_edge_keeps_its_neighbours_from_the_parent():
+    # the window shown around the retrieved child ends right after the best sentence; the
+    # name the dialogue gives next lies past its edge, in the parent
+    question = "What is the name of the young man who takes Netherfield Park?"
+    cut = NETHERFIELD.index("that he came down")
+    window = NETHERFIELD[:cut].strip() + "…"
+    alone = focus_passages(question, {"#chk_a": window}, hits=1, neighbours=2)["#chk_a"]
+    assert "Bingley" not in alone
+    wide = focus_passages(
+        question, {"#chk_a": window}, hits=1, neighbours=2, wholes={"#chk_a": NETHERFIELD}
+    )["#chk_a"]
+    assert "taken by a young man of large fortune" in wide and "“Bingley.”" in wide
+    # the best sentence is still picked within the window: "name" (a question word) in the
+    # sentence past the edge does not move the pick there
+    assert "single, my dear" not in wide and "married or single" not in wide
+    # no longer than the window: the neighbours farthest from the best sentence go first
+    assert len(wide) <= len(window) and "earliest of those" not in wide
+    # the window's cut-off last sentence is shown whole, from the parent
+    held = focus_by_holder(
+        question,
+        {"#chk_a": window},
+        {"#chk_a": [("#chk_a", NETHERFIELD[:cut]), ("#chk_s", NETHERFIELD[cut:])]},
+        hits=1,
+        neighbours=2,
+        wholes={"#chk_a": NETHERFIELD},
+    )["#chk_a"]
+    assert [cid for cid, _ in held] == ["#chk_a", "#chk_s"]
+    assert "“Bingley.”" in dict(held)["#chk_s"]
+
+
 def _payload(cid: str, text: str) -> dict:
     return {"id": cid, "source": "Alice", "text": text, "context_text": text, "chunk_id": cid}
 
