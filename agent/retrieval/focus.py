@@ -153,9 +153,7 @@ def focus_passages(
     question word keeps its first ``hits`` sentences; a short one is kept whole."""
     return {
         cid: _joined(sentences, keep) or passages[cid]
-        for cid, (sentences, keep) in _focus(
-            question, passages, hits, neighbours, wholes
-        ).items()
+        for cid, (sentences, keep) in _focus(question, passages, hits, neighbours, wholes).items()
     }
 
 
