@@ -37,12 +37,16 @@ def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
 
 
 def _kept(
-    scores: list[float], hits: int, neighbours: int, lengths: list[int] | None = None, limit=0
+    scores: list[float],
+    hits: int,
+    neighbours: int,
+    lengths: list[int],
+    limit: int | None = None,
 ) -> list[int]:
     """Indexes of the best ``hits`` sentences (ties: the earlier) that score at least half
-    the best, with ``neighbours`` either side, in order. With ``lengths`` (of each sentence),
-    the neighbours farthest from a best sentence are left out first while the kept ones
-    run over ``limit`` characters."""
+    the best, with ``neighbours`` either side, in order. With a ``limit``, the neighbours
+    farthest from a best sentence are left out first while the kept ones (``lengths``: of
+    each sentence) run over ``limit`` characters."""
     best = max(scores, default=0.0)
     if best <= 0:
         return []
@@ -52,7 +56,7 @@ def _kept(
     for i in chosen:
         for j in range(max(i - neighbours, 0), min(i + neighbours + 1, len(scores))):
             distance[j] = min(distance.get(j, neighbours + 1), abs(j - i))
-    if lengths is not None:  # nearest first; after a best sentence before the one before it
+    if limit is not None:  # nearest first; after a best sentence before the one before it
         order = sorted(distance, key=lambda j: (distance[j], -j))
         total = 0
         for j in order:
@@ -131,11 +135,8 @@ def _focus(
         ]
         fallback = list(range(lo, hi + 1 if short else lo + hits))
         # as long as the passage at most: its neighbours may cross its edges, not grow it
-        kept = (
-            _kept(scores, hits, neighbours, [len(x) for x in sentences], len(passages[cid]))
-            if span is not None
-            else _kept(scores, hits, neighbours)
-        )
+        limit = len(passages[cid]) if span is not None else None
+        kept = _kept(scores, hits, neighbours, [len(x) for x in sentences], limit)
         focused[cid] = (sentences, kept or fallback)
     return focused
 
