@@ -67,10 +67,16 @@ class LocalServerChat(ChatOpenAI):
             time.monotonic() + (timeout if isinstance(timeout, int | float) else 600.0)
         )
 
-    def _pause_after(self, exc: BaseException, pauses: Iterator[float]) -> float | None:
-        """The pause before a call that raised ``exc`` is sent again; ``None``: raise it (not
-        a yielded background call, or no time left)."""
-        return next(pauses, None) if self.background and _yielded(exc) else None
+    def _pause_or_raise(self, exc: Exception, pauses: Iterator[float]) -> float:
+        """The pause before a call that raised ``exc`` is sent again (a yielded background
+        call with time left); otherwise raises: :class:`ModelUnavailable` for a lost
+        server, else ``exc`` itself."""
+        if _lost(exc):
+            raise self._unavailable(exc) from exc
+        pause = next(pauses, None) if self.background and _yielded(exc) else None
+        if pause is None:
+            raise exc
+        return pause
 
     def _generate(
         self,
@@ -84,11 +90,7 @@ class LocalServerChat(ChatOpenAI):
             try:
                 return super()._generate(messages, stop, run_manager, **kwargs)
             except Exception as exc:
-                if _lost(exc):
-                    raise self._unavailable(exc) from exc
-                pause = self._pause_after(exc, pauses)
-                if pause is None:
-                    raise
+                pause = self._pause_or_raise(exc, pauses)
             time.sleep(pause)
 
     async def _agenerate(
@@ -103,11 +105,7 @@ class LocalServerChat(ChatOpenAI):
             try:
                 return await super()._agenerate(messages, stop, run_manager, **kwargs)
             except Exception as exc:
-                if _lost(exc):
-                    raise self._unavailable(exc) from exc
-                pause = self._pause_after(exc, pauses)
-                if pause is None:
-                    raise
+                pause = self._pause_or_raise(exc, pauses)
             await asyncio.sleep(pause)
 
     def _stream(
