@@ -4,7 +4,9 @@ Order: a byte-order mark, then a charset the file declares (HTML's ``<meta chars
 UTF-16 without a BOM, strict UTF-8 (the common case, and ASCII), UTF-8 with a few corrupt
 bytes, then charset-normalizer's best guess (Windows-1252, Windows-1251, Shift-JIS...). Bytes no text encoding fits, or that decode to
 mostly control characters, are refused as binary: a clear error rather than a library of
-mojibake.
+mojibake. Text that was mojibake before it was saved (UTF-8 once read as Windows-1252 or
+Latin-1, then written out again: "Â£850,000", "1990â€“1993") is repaired by ftfy, so its
+amounts and names match the words a question uses.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+
+from ftfy import fix_encoding
 
 from agent.ingest.document import UnreadableDocument
 
@@ -53,7 +57,7 @@ def decode_text(data: bytes, filename: str, declared: str | None = None) -> Deco
             f"{filename} looks like binary data, not text: no text encoding fits its bytes"
         )
     # NUL is valid UTF-8 but Postgres text cannot hold it (PDF text drops it likewise)
-    return DecodedText(decoded.text.replace("\x00", ""), decoded.encoding)
+    return DecodedText(fix_encoding(decoded.text.replace("\x00", "")), decoded.encoding)
 
 
 def _decode(data: bytes, declared: str | None) -> DecodedText | None:

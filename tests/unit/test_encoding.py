@@ -24,6 +24,23 @@ def test_a_windows_1252_article_is_read_with_its_curly_quotes():
     assert "“naïve” painter from Besançon" in doc.text and "3 € — or £2" in doc.text
 
 
+@pytest.mark.parametrize("misread_as", ["cp1252", "latin-1"])
+def test_text_saved_as_mojibake_is_repaired(misread_as):
+    # UTF-8 once read as a single-byte code page, then saved again as UTF-8
+    garbled = ARTICLE.encode("utf-8").decode(misread_as, errors="ignore")
+    assert "Ã©" in garbled  # "café" had become "cafÃ©"
+    doc = parse_bytes(garbled.encode("utf-8"), "article.txt")
+    assert doc.encoding == "utf-8"
+    assert "The café on the corner" in doc.text and "3 € — or £2" in doc.text
+    assert "Ã" not in doc.text and "â€" not in doc.text
+
+
+def test_text_that_only_looks_odd_is_left_as_it_is():
+    text = "SÃO PAULO, the IRMÃOS ÂNGELO, Øresund, Ångström, ½ cup at 1° C; €10, £2 — as is."
+    assert decode_text(text.encode("utf-8"), "f.txt").text == text
+    assert decode_text(ARTICLE.encode("utf-8"), "f.txt").text == ARTICLE
+
+
 def test_latin_1_without_curly_quotes_reads_the_same():
     text = "Les élèves de l'école étudient la géographie. Où est la bibliothèque? Ça va."
     decoded = decode_text(text.encode("latin-1"), "f.txt")
