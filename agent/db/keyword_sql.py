@@ -8,11 +8,13 @@ Every query is confined to the documents a :class:`SearchScope` makes visible.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import UUID
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.db.chunks import ScoredChunkId
+from agent.db.driver import Connection, fetch_rows
 from agent.db.scope import SearchScope
 
 # Okapi BM25 in SQL. Corpus statistics (N, avgdl, df) are summed over the visible
@@ -210,3 +212,36 @@ async def keyword_search(
         {"n": list(planner)},
     )
     return hits
+
+
+async def term_shares(
+    conn: Connection, scope: SearchScope, query: str, chunks: list[tuple[UUID, UUID]]
+) -> dict[UUID, float]:
+    """The share of ``query``'s IDF weight that each of ``chunks`` (``(document id, chunk
+    id)`` pairs) holds: the summed IDF of the query terms a chunk contains over that of all
+    the query terms, in the visible documents. A term no visible chunk holds weighs the
+    most (its document frequency is 0), so a chunk sharing the common words of a question
+    about something absent scores low."""
+    if not chunks:
+        return {}
+    visible, params = scope.listed_documents_sql(
+        "d.id, d.user_id, d.keyword_chunks, d.keyword_tokens"
+    )
+    idf = _IDF_PER_DOCUMENT if scope.narrowed else _IDF_PER_OWNER
+    sql = f"""WITH visible AS ({visible}), {_BM25_STATS} {idf},
+    total AS (SELECT nullif(sum(idf), 0) AS weight FROM idf)
+    SELECT c.chunk_id AS id, sum(i.idf) / max(t.weight) AS share
+    FROM unnest(CAST(:docs AS uuid[]), CAST(:ids AS uuid[])) AS c(document_id, chunk_id)
+    CROSS JOIN idf i CROSS JOIN total t
+    JOIN keyword_postings p
+      ON p.document_id = c.document_id AND p.term = i.term AND p.chunk_id = c.chunk_id
+    WHERE c.document_id IN (SELECT id FROM visible)
+    GROUP BY c.chunk_id"""
+    params = {
+        **params,
+        "query": query,
+        "docs": [d for d, _ in chunks],
+        "ids": [c for _, c in chunks],
+    }
+    rows = await fetch_rows(conn, sql, params)
+    return {cid: float(share) for cid, share in rows if share is not None}

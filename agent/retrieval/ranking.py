@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.config import Settings
 from agent.db.chunks import ChunkRecord, ScoredChunkId, any_chunks, fetch_chunks
+from agent.db.keyword_sql import term_shares
 from agent.db.scope import SearchScope
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
 from agent.retrieval.candidates import Found
@@ -158,6 +159,28 @@ def apply_layers(
     return "any_chunk", []
 
 
+WORDS_HELD_SHARE = 0.7
+"""The share of a question's IDF weight (:func:`~agent.db.keyword_sql.term_shares`) a
+keyword hit must hold to be about the question when no chunk is similar enough. Measured
+with each question's own documents in scope: the unanswerable questions of our two eval
+sets share at most 0.43 with a chunk (0.69 with every document of the set in scope)."""
+WORDS_HELD_CANDIDATES = 3
+
+
+async def held_words(reads: Reads, scope: SearchScope, query: str, found: Found) -> Scored:
+    """The best keyword hits that hold most of the question's weight, in keyword order.
+
+    The small embedder can miss a passage that names exactly what is asked (0.2 cosine for
+    "Who plays Sauron in the example about the Lord of the Rings?" against the paragraph
+    that says "Sala Baker ... the villain Sauron in the Lord of the Rings"); no similarity
+    floor lets it in and the question was answered as not covered. Its words show that the
+    documents do cover it."""
+    top = [h for h in found.keyword[0] if h.chunk_id in found.records][:WORDS_HELD_CANDIDATES]
+    pairs = [(found.records[h.chunk_id].document_id, h.chunk_id) for h in top]
+    shares = await reads.read(lambda conn: term_shares(conn, scope, query, pairs))
+    return [(h.chunk_id, h.score) for h in top if shares.get(h.chunk_id, 0.0) >= WORDS_HELD_SHARE]
+
+
 async def last_resort(
     reads: Reads, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
 ) -> tuple[Layer, Scored, dict[uuid.UUID, ChunkRecord]]:
@@ -292,6 +315,12 @@ async def rank(
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
+    if layer == "any_embedded" and options.mode == "hybrid" and found.keyword:
+        # nothing is similar enough to the question, yet a chunk may hold its words
+        visible = {cid for cid, _ in scored}
+        held = [h for h in await held_words(reads, scope, query, found) if h[0] in visible]
+        if held:
+            layer, picked = "keyword", held
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)

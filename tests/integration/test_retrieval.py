@@ -247,7 +247,18 @@ async def test_every_fallback_layer(services, new_user, monkeypatch):
     assert (await layer(0.0, mode="dense")).layer == "vector"
     assert (await layer(0.99)).layer == "low_threshold"  # nothing >= 0.99, something >= 0.3
     monkeypatch.setattr(services.settings, "threshold_fallback", 0.995)
-    assert (await layer(0.99)).layer == "any_embedded"
+    # nothing similar enough: the chunk still holds every word of the question...
+    held = await layer(0.99)
+    assert held.layer == "keyword" and _ids(held) == [doc.document_id]
+    # ...but not the rarest words of this one: only the nearest chunks, below relevance
+    unheld = await search(
+        services,
+        scope,
+        "who repairs the foghorn of the lighthouse",
+        SearchOptions(threshold=0.99, use_cache=False),
+    )
+    assert unheld.layer == "any_embedded" and _ids(unheld) == [doc.document_id]
+    assert (await layer(0.99, mode="dense")).layer == "any_embedded"  # words need the keyword side
 
     async def broken(*args, **kwargs):
         raise RuntimeError("keyword index unavailable")
