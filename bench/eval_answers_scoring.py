@@ -36,6 +36,12 @@ REFUSAL_PHRASES = (
 )
 """Lower-case phrases that mark an answer as saying the documents do not answer it."""
 
+# "is not explicitly mentioned", "does not specifically state": a refusal with an adverb
+_NOT_STATED = re.compile(
+    r"\b(?:is|are|was|were|does|do|did) not (?:\w+ly )?"
+    r"(?:mentioned|stated|specified|provided|mention|state|specify|provide|say)\b"
+)
+
 CITATION = re.compile(r"#chk_[0-9a-f]{8}")
 
 
@@ -74,7 +80,7 @@ def is_refusal(answer: str, model_used: str | None = None) -> bool:
     if model_used == "no_context_response":
         return True
     low = answer.lower().replace("’", "'")
-    return any(p in low for p in REFUSAL_PHRASES)
+    return any(p in low for p in REFUSAL_PHRASES) or bool(_NOT_STATED.search(low))
 
 
 def cited_ids(answer: str) -> list[str]:

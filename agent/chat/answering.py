@@ -17,7 +17,7 @@ from agent.retrieval.citations import (
     unique,
     unknown_citations,
 )
-from agent.retrieval.pointers import without_pointer_sentences
+from agent.retrieval.pointers import without_absence_citations, without_pointer_sentences
 
 
 @dataclass
@@ -119,7 +119,8 @@ def finish_grounded(
     passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
     to the passage holding what its sentence adds to the question. On the hybrid path,
     sentences after the first that only say where the answer is written ("This is stated
-    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`).
+    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`), and one that
+    says what the passages leave out loses its citations (:func:`without_absence_citations`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -129,6 +130,8 @@ def finish_grounded(
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
         raw = without_pointer_sentences(raw)
     text = guard_citations(raw, citable, question=question or "")
+    if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
+        text = without_absence_citations(text)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(

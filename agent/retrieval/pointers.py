@@ -6,6 +6,10 @@ never saw "the context passage" (it is the prompt's word), and the citation such
 carries is usually a second, weaker one, often on a quote that does not hold the answer.
 :func:`without_pointer_sentences` drops them after an answer's first sentence; a citation
 they carried goes to the sentence before them when that one cites nothing.
+
+A sentence that says what the passages leave out ("The budget is not explicitly stated in
+this passage #chk_…") cites nothing it could be checked against: :func:`without_absence_citations`
+takes its citations off.
 """
 
 from __future__ import annotations
@@ -73,3 +77,36 @@ def without_pointer_sentences(answer: str) -> str:
         if ids and not cited_ids(kept[-1]):
             kept[-1] = with_citation(kept[-1], " ".join(ids))
     return "".join(kept).rstrip() if len(kept) < len(sentences) else answer
+
+
+# "is not (explicitly) stated", "does not mention", "no information about": what is missing
+_ABSENT = re.compile(
+    r"\b(?:not|no|never)\b(?:\s+(?:\w+ly|any|specific|further|clear|direct))*\s+"
+    r"(?:mention|stat|specif|provid|contain|say|said|includ|give|discuss|indicat|describ|"
+    r"information|details?|answer)\w*",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|yet|while|instead)\b", re.IGNORECASE)
+_DOCUMENTS = re.compile(rf"{_REFERENCE.pattern}|\b(?:documents?|texts?)\b", re.IGNORECASE)
+
+
+def is_absence_sentence(sentence: str) -> bool:
+    """Whether ``sentence`` only says that the passages (or documents) do not hold
+    something: a negated "mention", "state", "contain"... naming them, and no "but" that
+    would go on to say what they do hold."""
+    plain = CITATION_RE.sub(" ", sentence)
+    return bool(_ABSENT.search(plain) and _DOCUMENTS.search(plain) and not _CONTRAST.search(plain))
+
+
+def without_absence_citations(answer: str) -> str:
+    """``answer`` with no citation on a sentence that says what the passages leave out."""
+    sentences = answer_sentences(answer)
+    if not any(is_absence_sentence(s) and cited_ids(s) for s in sentences):
+        return answer
+    kept = [_uncited(s) if is_absence_sentence(s) else s for s in sentences]
+    return "".join(kept).rstrip()
+
+
+def _uncited(sentence: str) -> str:
+    bare = CITATION_RE.sub("", sentence)
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", bare))

@@ -25,6 +25,9 @@ def test_metrics_by_hand():
     assert contains_match("Her cat is DINAH.", ["dinah"]) and not contains_match("no", ["x"])
     assert is_refusal("Your documents don't seem to cover this.")
     assert is_refusal("anything", "no_context_response") and not is_refusal("Dinah.")
+    assert is_refusal("The budget is not explicitly stated in the provided passages.")
+    assert is_refusal("The passages do not specifically mention which GPU was used.")
+    assert not is_refusal("He was not given a new contract, and left for Gillingham.")
 
 
 def test_dataset_loads_and_resolves_documents():

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agent.chat.answering import finish_grounded
-from agent.retrieval.pointers import is_pointer_sentence, without_pointer_sentences
+from agent.retrieval.pointers import (
+    is_absence_sentence,
+    is_pointer_sentence,
+    without_absence_citations,
+    without_pointer_sentences,
+)
 
 
 @pytest.mark.parametrize(
@@ -93,3 +98,40 @@ def test_only_the_hybrid_path_drops_them():
     assert [c["id"] for c in hybrid.citations] == ["#chk_257a1490"]
     deep = finish_grounded(raw, retrieved, route="deep_reasoning", model_used="m", tokens_used=1)
     assert "#chk_c7281f95" in deep.text
+
+
+@pytest.mark.parametrize(
+    ("sentence", "absent"),
+    [
+        ("The budget is not explicitly stated in this passage #chk_1a2b3c4d.", True),
+        ("The GPU used is not mentioned in the provided context passages.", True),
+        ("Your documents do not contain enough information to say who won.", True),
+        ("The passages give no information about his salary #chk_1a2b3c4d.", True),
+        # says what is there, or is a fact about the story, not about the passages
+        ("The passage does not state his salary, but his contract ran two years.", False),
+        ("He was not given a new contract by Norwich #chk_1a2b3c4d.", False),
+        ("Alice's cat is Dinah #chk_1a2b3c4d.", False),
+    ],
+)
+def test_sentences_saying_what_the_passages_leave_out(sentence, absent):
+    assert is_absence_sentence(sentence) is absent
+
+
+def test_a_sentence_saying_what_is_missing_loses_its_citation_on_the_hybrid_path():
+    retrieved = [
+        _chunk("#chk_257a1490", "Code 670: Heliophysics Science Division."),
+        _chunk("#chk_c7281f95", "Code 606 manages the SEDVME project."),
+    ]
+    raw = (
+        "The budget of the Heliophysics Science Division is not explicitly stated in this "
+        "passage #chk_257a1490."
+    )
+    hybrid = finish_grounded(raw, retrieved, route="hybrid", model_used="m", tokens_used=1)
+    assert hybrid.text == (
+        "The budget of the Heliophysics Science Division is not explicitly stated in this passage."
+    )
+    assert hybrid.citations == []
+    kept = "Code 606 manages the SEDVME project #chk_c7281f95. Its budget is not stated."
+    assert without_absence_citations(kept) == kept
+    deep = finish_grounded(raw, retrieved, route="deep_reasoning", model_used="m", tokens_used=1)
+    assert "#chk_257a1490" in deep.text  # a discussion may say which passage lacks what
