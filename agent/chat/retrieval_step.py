@@ -51,12 +51,7 @@ def search_mode(state: Mapping[str, Any]) -> str:
 def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None) -> SearchOptions:
     """Path C searches deeper, broad questions wider (more passages, a lower threshold,
     across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
-    for the CPU model); each with its own threshold. ``top_k`` overrides the count.
-
-    For specific and broad questions the threshold decides whether the documents cover the
-    question, not which passages are shown (``threshold_scope``); Path C keeps it per
-    passage, its local prompt measured with the contexts that leaves (1,350 characters, not
-    1,590 with every passage filled: +0.6 s to the first token, no answer gained)."""
+    for the CPU model); each with its own threshold. ``top_k`` overrides the count."""
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
@@ -67,7 +62,6 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
         query_type=mode,
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
-        threshold_scope="passage" if mode == "deep" else "question",
     )
 
 

@@ -128,8 +128,7 @@ def apply_layers(
     low_threshold: float,
     keyword_failed: bool,
 ) -> tuple[Layer, Scored]:
-    """The first fallback layer (seed 000) that yields chunks, with those chunks; the
-    threshold applies to each chunk or to the question (``options.threshold_scope``)."""
+    """The first fallback layer (seed 000) that yields chunks, with those chunks."""
     first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
     if options.threshold is None:
         return (first if scored else "none"), scored
@@ -142,10 +141,7 @@ def apply_layers(
         return ("keyword" if scored else "any_chunk"), scored
     layers: list[tuple[Layer, Scored]] = []
     if not keyword_failed:
-        passing = [(c, s) for c, s in scored if similarity.get(c, -1.0) >= threshold]
-        if passing and options.threshold_scope == "question":
-            passing = [(c, s) for c, s in scored if similarity.get(c, -1.0) >= low_threshold]
-        layers.append((first, passing))
+        layers.append((first, [(c, s) for c, s in scored if similarity.get(c, -1.0) >= threshold]))
     layers.append(("vector", [(c, s) for c, s in by_similarity if s >= threshold]))
     ranked = by_similarity if keyword_failed else scored
     layers.append(

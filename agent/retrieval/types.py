@@ -32,12 +32,6 @@ class SearchOptions:
     keep_conflicts: bool = True
     """Keep both sides of each detected conflict (:mod:`~agent.retrieval.conflicts`) through
     diversity and the top ``k``."""
-    threshold_scope: Literal["passage", "question"] = "passage"
-    """``passage``: each chunk must reach ``threshold`` (seed 000). ``question``: a chunk
-    reaching it shows that the documents cover the question (the first layer); the chunks are
-    then the fused ranking's best that reach ``threshold_fallback``. An absolute cosine floor
-    depends on the embedder and the prose: where few chunks reach it, it cut a chat's
-    context to the one passage that did, and the answer was in the next."""
 
 
 @dataclass(frozen=True)

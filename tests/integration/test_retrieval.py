@@ -281,38 +281,6 @@ async def test_every_fallback_layer(services, new_user, monkeypatch):
     assert none.layer == "none" and none.chunks == []
 
 
-async def test_a_threshold_for_the_question_gates_it_and_then_keeps_the_fused_best(
-    services, new_user, monkeypatch
-):
-    user = await new_user("gate")
-    scope = SearchScope(user_id=user.id)
-    for body in (LIGHTHOUSE, "The keeper climbs the tower at dusk to trim the wick.", BAKERY):
-        await _doc(services, user, body)
-    q = "who polishes the lighthouse lamp"
-
-    async def found(threshold, scope_of_threshold="passage"):
-        opts = SearchOptions(
-            threshold=threshold, use_cache=False, threshold_scope=scope_of_threshold
-        )
-        return await search(services, scope, q, opts)
-
-    sims = sorted((c.similarity for c in (await found(None)).chunks), reverse=True)
-    assert len(sims) == 3
-    gate = (sims[0] + sims[1]) / 2  # only the best chunk reaches it
-    monkeypatch.setattr(services.settings, "threshold_fallback", (sims[1] + sims[2]) / 2)
-
-    per_passage = await found(gate)
-    assert per_passage.layer == "hybrid" and len(per_passage.chunks) == 1
-    for_question = await found(gate, "question")
-    assert for_question.layer == "hybrid"
-    # the two over the fallback floor (in fused order)
-    assert sorted((c.similarity for c in for_question.chunks), reverse=True) == sims[:2]
-    # nothing reaches the threshold: the question is not covered, under either scope
-    above_all = sims[0] + 0.01
-    assert (await found(above_all, "question")).layer == "low_threshold"
-    assert _ids(await found(above_all, "question")) == _ids(await found(above_all))
-
-
 async def test_a_chunk_holding_the_question_s_words_is_kept_below_the_similarity_floor(
     services, new_user, monkeypatch
 ):
