@@ -157,51 +157,29 @@ def apply_layers(
 
 WORDS_HELD_SHARE = 0.7
 """The share of a question's IDF weight (:func:`~agent.db.keyword_sql.term_shares`) a
-keyword hit must hold to be about the question, whatever its similarity. Measured
+keyword hit must hold to be about the question when no chunk is similar enough. Measured
 with each question's own documents in scope: the unanswerable questions of our two eval
 sets share at most 0.43 with a chunk (0.69 with every document of the set in scope)."""
 WORDS_HELD_CANDIDATES = 3
 
 
-async def with_held_words(
-    layer: Layer,
-    picked: Scored,
-    scored: Scored,
-    reads: Reads,
-    scope: SearchScope,
-    query: str,
-    found: Found,
-) -> tuple[Layer, Scored]:
-    """``picked`` and the best keyword hits it left out that hold most of the question's
-    IDF weight; when the layer was below relevance, those hits alone, as ``keyword``.
+async def held_words(
+    reads: Reads, scope: SearchScope, query: str, found: Found, scored: Scored
+) -> Scored:
+    """The best keyword hits among ``scored`` that hold most of the question's IDF weight,
+    in keyword order, with their fused scores.
 
     The small embedder can miss a passage that names exactly what is asked (0.2 cosine for
     "Who plays Sauron in the example about the Lord of the Rings?" against the paragraph
     that says "Sala Baker ... the villain Sauron in the Lord of the Rings"): no similarity
-    floor let it in, and the question was answered from an unrelated passage or as not
-    covered. Its words show that it is about the question."""
-    below = layer == "any_embedded"  # its nearest chunks were not found relevant
-    have = set() if below else {cid for cid, _ in picked}
-    visible = {cid for cid, _ in scored}
-    top = [h for h in found.keyword[0] if h.chunk_id in visible][:WORDS_HELD_CANDIDATES]
-    left_out = [h for h in top if h.chunk_id not in have]
-    if not left_out:
-        return layer, picked
-    pairs = [(found.records[h.chunk_id].document_id, h.chunk_id) for h in left_out]
-    shares = await reads.read(lambda conn: term_shares(conn, scope, query, pairs))
+    floor let it in, and the question was answered as not covered. Its words show that the
+    documents do cover it. Only then: added to contexts that had similar passages, they
+    were new passages for follow-ups (418 tokens read instead of 67) and gained no answer."""
     fused = dict(scored)
-    held = [
-        (h.chunk_id, fused[h.chunk_id])
-        for h in left_out
-        if shares.get(h.chunk_id, 0.0) >= WORDS_HELD_SHARE
-    ]
-    if not held:
-        return layer, picked
-    if below:
-        return "keyword", held
-    # after the similar ones: in fused order they took the answer's place in 1 of 50 book
-    # questions and gained none
-    return layer, picked + held
+    top = [h.chunk_id for h in found.keyword[0] if h.chunk_id in fused][:WORDS_HELD_CANDIDATES]
+    pairs = [(found.records[cid].document_id, cid) for cid in top]
+    shares = await reads.read(lambda conn: term_shares(conn, scope, query, pairs))
+    return [(cid, fused[cid]) for cid in top if shares.get(cid, 0.0) >= WORDS_HELD_SHARE]
 
 
 async def last_resort(
@@ -338,8 +316,14 @@ async def rank(
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
-    if options.threshold is not None and options.mode == "hybrid" and found.keyword:
-        layer, picked = await with_held_words(layer, picked, scored, reads, scope, query, found)
+    # nothing is similar enough to the question, yet a chunk may hold its words
+    if (
+        layer == "any_embedded"
+        and options.mode == "hybrid"
+        and found.keyword
+        and (held := await held_words(reads, scope, query, found, scored))
+    ):
+        layer, picked = "keyword", held
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)

@@ -281,35 +281,6 @@ async def test_every_fallback_layer(services, new_user, monkeypatch):
     assert none.layer == "none" and none.chunks == []
 
 
-async def test_a_chunk_holding_the_question_s_words_is_kept_below_the_similarity_floor(
-    services, new_user, monkeypatch
-):
-    user = await new_user("held")
-    scope = SearchScope(user_id=user.id)
-    for body in (LIGHTHOUSE, "Polishes for brass: the lighthouse lamp, its rail and bell.", BAKERY):
-        await _doc(services, user, body)
-    q = "who polishes the lighthouse lamp"
-    options = SearchOptions(threshold=0.99, use_cache=False)
-    ranked = (await search(services, scope, q, SearchOptions(threshold=None))).chunks
-    holders = sorted(
-        (c for c in ranked if "lamp" in c.record.text), key=lambda c: c.similarity, reverse=True
-    )
-    assert len(holders) == 2
-    # the floor between the two chunks holding every word of the question: one is left out
-    floor = (holders[0].similarity + holders[1].similarity) / 2
-    monkeypatch.setattr(services.settings, "threshold_fallback", floor)
-    found = await search(services, scope, q, options)
-    assert found.layer == "low_threshold"
-    assert [c.record.id for c in found.chunks] == [h.record.id for h in holders]
-    # no floor reachable at all: only the chunk holding the words, as a keyword hit
-    monkeypatch.setattr(services.settings, "threshold_fallback", 0.995)
-    bread = await search(services, scope, "who sells rye bread and honey cakes", options)
-    assert bread.layer == "keyword"
-    assert [c.record.text for c in bread.chunks] == [
-        c.record.text for c in ranked if "rye" in c.record.text
-    ]
-
-
 async def test_cache_hits_until_the_library_changes(services, new_user):
     user = await new_user("cache")
     first_doc = await _doc(services, user, BAKERY)
