@@ -34,6 +34,10 @@ def test_dataset_loads_and_resolves_documents():
     items = load_dataset(DATASET)
     assert len(items) >= 60 and sum(i.unanswerable for i in items) >= 10
     assert all(p.is_file() for i in items for p in i.documents)
+    other = load_dataset(DATA / "answers-misc.jsonl")  # text, PDF and PPTX files
+    assert len(other) >= 25 and sum(i.unanswerable for i in other) >= 3
+    assert {p.suffix for i in other for p in i.documents} == {".txt", ".pdf", ".pptx"}
+    assert all(p.is_file() for i in other for p in i.documents)
 
 
 async def test_eval_answers_extractive(services, tmp_path):
