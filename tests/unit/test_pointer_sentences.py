@@ -84,20 +84,38 @@ def _chunk(cid: str, text: str) -> dict:
     return {"id": cid, "chunk_id": cid[5:], "text": text, "source": "Book"}
 
 
-def test_only_the_hybrid_path_drops_them():
-    retrieved = [
-        _chunk("#chk_257a1490", "Dinah is Alice's cat, and she catches mice."),
-        _chunk("#chk_c7281f95", "There are no mice in the air, but you might catch a bat."),
-    ]
-    raw = (
-        "Alice's cat is Dinah #chk_257a1490. This can be found in the passage "
-        "#chk_c7281f95, where it states that there are no mice in the air."
-    )
-    hybrid = finish_grounded(raw, retrieved, route="hybrid", model_used="m", tokens_used=1)
-    assert hybrid.text == "Alice's cat is Dinah #chk_257a1490."
-    assert [c["id"] for c in hybrid.citations] == ["#chk_257a1490"]
-    deep = finish_grounded(raw, retrieved, route="deep_reasoning", model_used="m", tokens_used=1)
-    assert "#chk_c7281f95" in deep.text
+_RETRIEVED = [
+    _chunk("#chk_257a1490", "Dinah is Alice's cat, and she catches mice."),
+    _chunk("#chk_c7281f95", "Code 670: Heliophysics Science Division; no mice in the air."),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "hybrid_text", "hybrid_cited", "deep_keeps"),
+    [
+        (  # a pointer sentence after the answer is dropped
+            "Alice's cat is Dinah #chk_257a1490. This can be found in the passage "
+            "#chk_c7281f95, where it states that there are no mice in the air.",
+            "Alice's cat is Dinah #chk_257a1490.",
+            ["#chk_257a1490"],
+            "#chk_c7281f95",
+        ),
+        (  # a sentence saying what the passages leave out loses its citation
+            "The budget of the Heliophysics Science Division is not explicitly stated in "
+            "this passage #chk_c7281f95.",
+            "The budget of the Heliophysics Science Division is not explicitly stated in "
+            "this passage.",
+            [],
+            "#chk_c7281f95",  # a discussion may say which passage lacks what
+        ),
+    ],
+)
+def test_only_the_hybrid_path_changes_them(raw, hybrid_text, hybrid_cited, deep_keeps):
+    hybrid = finish_grounded(raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1)
+    assert hybrid.text == hybrid_text
+    assert [c["id"] for c in hybrid.citations] == hybrid_cited
+    deep = finish_grounded(raw, _RETRIEVED, route="deep_reasoning", model_used="m", tokens_used=1)
+    assert deep_keeps in deep.text
 
 
 @pytest.mark.parametrize(
@@ -117,21 +135,6 @@ def test_sentences_saying_what_the_passages_leave_out(sentence, absent):
     assert is_absence_sentence(sentence) is absent
 
 
-def test_a_sentence_saying_what_is_missing_loses_its_citation_on_the_hybrid_path():
-    retrieved = [
-        _chunk("#chk_257a1490", "Code 670: Heliophysics Science Division."),
-        _chunk("#chk_c7281f95", "Code 606 manages the SEDVME project."),
-    ]
-    raw = (
-        "The budget of the Heliophysics Science Division is not explicitly stated in this "
-        "passage #chk_257a1490."
-    )
-    hybrid = finish_grounded(raw, retrieved, route="hybrid", model_used="m", tokens_used=1)
-    assert hybrid.text == (
-        "The budget of the Heliophysics Science Division is not explicitly stated in this passage."
-    )
-    assert hybrid.citations == []
+def test_a_sentence_that_says_what_is_there_keeps_its_citation():
     kept = "Code 606 manages the SEDVME project #chk_c7281f95. Its budget is not stated."
     assert without_absence_citations(kept) == kept
-    deep = finish_grounded(raw, retrieved, route="deep_reasoning", model_used="m", tokens_used=1)
-    assert "#chk_257a1490" in deep.text  # a discussion may say which passage lacks what
