@@ -18,6 +18,8 @@ from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences
 from agent.text import content_terms
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
+# "#chk_670" (a small model turning "Code 670" into an id), "#chk_12ab": no id at all
+MALFORMED_RE = re.compile(r"\[?#chk_(?![0-9a-fA-F]{8}\b)\w*\]?")
 
 
 def citation_id(chunk_id: uuid.UUID | str) -> str:
@@ -49,9 +51,10 @@ def unknown_citations(answer: str, known: Iterable[str]) -> int:
     """How many citations in ``answer`` name an id outside ``known`` (each occurrence counts):
     what the guard removes, recorded with the message."""
     allowed = set(known)
-    return sum(
+    unknown = sum(
         1 for m in CITATION_RE.finditer(answer) if "#chk_" + m.group(1).lower() not in allowed
     )
+    return unknown + len(MALFORMED_RE.findall(answer))
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,8 @@ def guard_citations(
 ) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
-    1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context.
+    1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context
+       and ``#chk_`` marks that are no id.
     2. Ids opening the answer go to the end of its first sentence.
     3. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
        to the chunk that has more of them (:mod:`agent.retrieval.anchors`); one whose chunk
@@ -201,9 +205,10 @@ def guard_citations(
         cid = "#chk_" + m.group(1).lower()
         return cid if cid in known else ""
 
-    cleaned = CITATION_RE.sub(fix, answer)
+    cleaned = MALFORMED_RE.sub("", CITATION_RE.sub(fix, answer))
     cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
+    cleaned = re.sub(r"^[:;,]\s*", "", cleaned)  # what an id opening the answer left
     cleaned = _leading_ids_to_first_sentence(cleaned)
     if not chunks:
         return cleaned

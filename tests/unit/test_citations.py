@@ -3,7 +3,13 @@ import uuid
 
 import pytest
 
-from agent.retrieval.citations import CitableChunk, citation_id, cited_ids, guard_citations
+from agent.retrieval.citations import (
+    CitableChunk,
+    citation_id,
+    cited_ids,
+    guard_citations,
+    unknown_citations,
+)
 from agent.retrieval.fusion import weighted_rrf
 
 DINAH = CitableChunk(
@@ -28,6 +34,14 @@ def test_guard_normalises_spellings_and_drops_unknown_ids():
     assert "#chk_11111111" in fixed and "#chk_22222222" in fixed
     assert "deadbeef" not in fixed
     assert set(cited_ids(fixed)) <= {DINAH.citation_id, CHESHIRE.citation_id}
+
+
+def test_guard_drops_marks_that_are_no_id():
+    answer = "#chk_670: Her cat is Dinah #chk_11111111. The Cat grins [#chk_12ab] #chk_22222222x."
+    fixed = guard_citations(answer, [DINAH, CHESHIRE])
+    assert "chk_670" not in fixed and "12ab" not in fixed and "22222222x" not in fixed
+    assert fixed.startswith("Her cat is Dinah #chk_11111111.")
+    assert unknown_citations(answer, [DINAH.citation_id, CHESHIRE.citation_id]) == 3
 
 
 def test_guard_moves_a_citation_to_the_chunk_that_supports_it():
