@@ -14,6 +14,7 @@ from agent.retrieval.citations import (
     CitableChunk,
     cited_ids,
     guard_citations,
+    tidy_spacing,
     unique,
     unknown_citations,
 )
@@ -164,7 +165,7 @@ def finish_web(raw: str, citations: list[dict], *, model_used: str, tokens_used:
     """Drop ``#web_N`` ids that were not among the results; keep the cited results."""
     known = {c["id"] for c in citations}
     text = _WEB_ID.sub(lambda m: m.group(0) if m.group(0) in known else "", raw)
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    text = tidy_spacing(text).strip()
     used = {f"#web_{n}" for n in _WEB_ID.findall(text)}
     cited = [c for c in citations if c["id"] in used]
     return Answer(

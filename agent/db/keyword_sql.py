@@ -145,6 +145,18 @@ class BM25Params:
         )
 
 
+def _with_idf(scope: SearchScope) -> tuple[str, dict]:
+    """The ``WITH`` clauses every BM25 query here starts with: the visible documents with
+    their BM25 totals, listed once (no scan of other users'), the corpus statistics and each
+    query term's IDF over exactly those documents; with their bind parameters (``:query``
+    aside)."""
+    visible, params = scope.listed_documents_sql(
+        "d.id, d.user_id, d.keyword_chunks, d.keyword_tokens"
+    )
+    idf = _IDF_PER_DOCUMENT if scope.narrowed else _IDF_PER_OWNER
+    return f"WITH visible AS ({visible}), {_BM25_STATS} {idf}", params
+
+
 async def keyword_search(
     conn: AsyncConnection,
     scope: SearchScope,
@@ -163,16 +175,12 @@ async def keyword_search(
     longer grows with how common a term is.
     """
     bm25 = bm25 or BM25Params()
-    # the visible documents with their BM25 totals, listed once (no scan of other users')
-    visible, params = scope.listed_documents_sql(
-        "d.id, d.user_id, d.keyword_chunks, d.keyword_tokens"
-    )
+    head, params = _with_idf(scope)
     params = {**params, "query": query, "k": k, "k1": bm25.k1, "b": bm25.b}
     exhaustive = scope.document_ids is not None and len(scope.document_ids) <= _EXACT_MAX_DOCUMENTS
     narrowed = scope.narrowed
-    idf = _IDF_PER_DOCUMENT if narrowed else _IDF_PER_OWNER
     if exhaustive:
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf} {_BM25_EXACT_SQL}"
+        sql = f"{head} {_BM25_EXACT_SQL}"
     else:
         # its bind parameters are the listing's (both come from the scope's filters)
         visible_document, _ = scope.document_filter_sql()
@@ -181,7 +189,7 @@ async def keyword_search(
             own_filter="AND p.document_id IN (SELECT id FROM visible)" if narrowed else "",
             visible_document=visible_document,
         )
-        sql = f"WITH visible AS ({visible}), {_BM25_STATS} {idf}, {impact}"
+        sql = f"{head}, {impact}"
         params |= {
             "full_list": bm25.full_list,
             "per_term": bm25.top_postings,
@@ -224,11 +232,8 @@ async def term_shares(
     about something absent scores low."""
     if not chunks:
         return {}
-    visible, params = scope.listed_documents_sql(
-        "d.id, d.user_id, d.keyword_chunks, d.keyword_tokens"
-    )
-    idf = _IDF_PER_DOCUMENT if scope.narrowed else _IDF_PER_OWNER
-    sql = f"""WITH visible AS ({visible}), {_BM25_STATS} {idf},
+    head, params = _with_idf(scope)
+    sql = f"""{head},
     total AS (SELECT nullif(sum(idf), 0) AS weight FROM idf)
     SELECT c.chunk_id AS id, sum(i.idf) / max(t.weight) AS share
     FROM unnest(CAST(:docs AS uuid[]), CAST(:ids AS uuid[])) AS c(document_id, chunk_id)

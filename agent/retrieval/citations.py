@@ -22,6 +22,12 @@ CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
 MALFORMED_RE = re.compile(r"\[?#chk_(?![0-9a-fA-F]{8}\b)\w*\]?")
 
 
+def tidy_spacing(text: str) -> str:
+    """``text`` without the runs of spaces and the space before punctuation that taking
+    ids out of it leaves."""
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text))
+
+
 def citation_id(chunk_id: uuid.UUID | str) -> str:
     """The persistent citation id of a chunk: ``#chk_`` + the first 8 hex of md5(id)."""
     return "#chk_" + hashlib.md5(str(chunk_id).encode("utf-8")).hexdigest()[:8]
@@ -206,7 +212,7 @@ def guard_citations(
         return cid if cid in known else ""
 
     cleaned = MALFORMED_RE.sub("", CITATION_RE.sub(fix, answer))
-    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    cleaned = tidy_spacing(cleaned).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
     cleaned = re.sub(r"^[:;,]\s*", "", cleaned)  # what an id opening the answer left
     cleaned = _leading_ids_to_first_sentence(cleaned)

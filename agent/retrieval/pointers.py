@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from agent.retrieval.anchors import answer_sentences
-from agent.retrieval.citations import CITATION_RE, cited_ids, with_citation
+from agent.retrieval.citations import CITATION_RE, cited_ids, tidy_spacing, with_citation
 
 _PLACE = (
     r"(?:(?:first|second|third|last|same|relevant|above|provided|given|cited|following) )*"
@@ -101,12 +101,11 @@ def is_absence_sentence(sentence: str) -> bool:
 def without_absence_citations(answer: str) -> str:
     """``answer`` with no citation on a sentence that says what the passages leave out."""
     sentences = answer_sentences(answer)
-    if not any(is_absence_sentence(s) and cited_ids(s) for s in sentences):
+    absent = [is_absence_sentence(s) for s in sentences]
+    if not any(a and cited_ids(s) for a, s in zip(absent, sentences, strict=True)):
         return answer
-    kept = [_uncited(s) if is_absence_sentence(s) else s for s in sentences]
+    kept = [
+        tidy_spacing(CITATION_RE.sub("", s)) if a else s
+        for a, s in zip(absent, sentences, strict=True)
+    ]
     return "".join(kept).rstrip()
-
-
-def _uncited(sentence: str) -> str:
-    bare = CITATION_RE.sub("", sentence)
-    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", bare))
