@@ -50,6 +50,13 @@ from agent.ingest.document import (
     blocks,
     unwrap,
 )
+from agent.ingest.pdf_title import CONTROL as _CONTROL
+from agent.ingest.pdf_title import (
+    clean_field,
+    first_page_lines,
+    heading_title,
+    metadata_title_author,
+)
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -65,8 +72,6 @@ MAX_CHARS = 20_000_000
 Heading = tuple[str | None, str | None]
 """``(chapter, section)`` of a page."""
 
-# Control characters (NUL above all) come from broken font encodings; storage rejects them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"[.?!:][\"'’”)\]]*$")
 _BULLET = re.compile(r"(?:[•◦▪▫‣●○■□∙·*–—-]|\d{1,3}[.)])\s")
@@ -97,7 +102,8 @@ def parse_pdf(
     starts = outline_starts(reader)
     texts = _page_texts(data, reader, page_count, max_chars)
     paragraphs = _paragraphs(texts, headings_by_page(starts, page_count))
-    title, author = _info(reader)
+    title, author = metadata_title_author(reader)
+    title = title or _heading_title(data)
     return ParsedDocument(
         title=title or default_title,
         file_type="pdf",
@@ -177,6 +183,25 @@ def _pdfium_texts(data: bytes, page_count: int, max_chars: int) -> list[str | Ex
             )
         finally:
             document.close()  # closes its pages and text pages too
+
+
+def _heading_title(data: bytes) -> str | None:
+    """The title the first page opens with (:func:`~agent.ingest.pdf_title.heading_title`),
+    ``None`` where there is none or PDFium cannot read the page."""
+    import pypdfium2
+
+    with _PDFIUM_LOCK:
+        try:
+            document = pypdfium2.PdfDocument(data, password="")
+        except Exception:
+            return None
+        try:
+            return heading_title(first_page_lines(document))
+        except Exception as exc:  # the title is a nicety: never fail the file for it
+            logger.info("the first page's heading could not be read: %s", _reason(exc))
+            return None
+        finally:
+            document.close()
 
 
 def _pdfium_page_text(document: PdfDocument, index: int) -> str:
@@ -273,17 +298,6 @@ def _pypdf_page_text(reader: PdfReader, number: int) -> str:
     return _CONTROL.sub("", text)
 
 
-def _info(reader: PdfReader) -> tuple[str | None, str | None]:
-    """Title and author from the document information, ``None`` where absent or unreadable."""
-    try:
-        meta = reader.metadata
-        if meta is None:
-            return None, None
-        return _clean(meta.title), _clean(meta.author)
-    except Exception:  # broken metadata must not cost the text
-        return None, None
-
-
 def outline_starts(reader: PdfReader) -> list[tuple[int, str, str | None]]:
     """``(page, chapter, section)`` where each top- or second-level outline entry starts.
 
@@ -317,16 +331,7 @@ def _walk_outline(reader: PdfReader, outline: list) -> Iterator[tuple[int, str, 
 
 
 def _title(entry: object) -> str | None:
-    return _clean(getattr(entry, "title", None))
-
-
-def _clean(value: object) -> str | None:
-    """A string with control characters dropped and whitespace collapsed, ``None`` for
-    empty strings and non-strings.
-    """
-    if not isinstance(value, str):
-        return None
-    return " ".join(_CONTROL.sub("", value).split()) or None
+    return clean_field(getattr(entry, "title", None))
 
 
 def _destination_page(reader: PdfReader, entry: object) -> int | None:
