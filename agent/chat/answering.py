@@ -18,7 +18,11 @@ from agent.retrieval.citations import (
     unique,
     unknown_citations,
 )
-from agent.retrieval.pointers import without_absence_citations, without_pointer_sentences
+from agent.retrieval.pointers import (
+    without_absence_citations,
+    without_echoed_labels,
+    without_pointer_sentences,
+)
 
 
 @dataclass
@@ -116,7 +120,8 @@ def finish_grounded(
     """Guard the citations of a generated answer and collect citations and sources.
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
-    With the ``question``, sentences stating a name or number that neither it nor any
+    A passage label the model echoed at a sentence's start is dropped
+    (:func:`without_echoed_labels`). With the ``question``, sentences stating a name or number that neither it nor any
     passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
     to the passage holding what its sentence adds to the question. On the hybrid path,
     sentences after the first that only say where the answer is written ("This is stated
@@ -128,6 +133,7 @@ def finish_grounded(
     removed = unknown_citations(raw, (c.citation_id for c in citable))
     if question is not None and citable:
         raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
+    raw = without_echoed_labels(raw, [c["source"] for c in retrieved if c.get("source")])
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
         raw = without_pointer_sentences(raw)
     text = guard_citations(raw, citable, question=question or "")

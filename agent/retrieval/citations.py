@@ -227,10 +227,19 @@ def guard_citations(
 
 
 def format_source(title: str, chapter: str | None, section: str | None, page: int | None) -> str:
-    """``Title, Chapter, Section (p. N)`` with missing parts left out."""
-    label = ", ".join(x for x in (title, chapter, section) if x)
+    """``Title, Chapter, Section (p. N)`` with missing parts left out, and a part that only
+    repeats the one before it (a paper whose outline opens with its own title)."""
+    parts: list[str] = []
+    for part in (title, chapter, section):
+        if part and (not parts or _plain(part) != _plain(parts[-1])):
+            parts.append(part)
+    label = ", ".join(parts)
     page_part = f"(p. {page})" if page is not None else ""
     return " ".join(x for x in (label, page_part) if x)
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def unique(items: Iterable[str]) -> list[str]:

@@ -109,3 +109,28 @@ def without_absence_citations(answer: str) -> str:
         for a, s in zip(absent, sentences, strict=True)
     ]
     return "".join(kept).rstrip()
+
+
+_BRACKETED = re.compile(r"(^|(?<=[.!?]\s)|(?<=\n))\s*\[([^\[\]\n]{2,400})\]\s*[:\-–—]?\s*")
+_PAGE = re.compile(r"\(p\. \d+\)")
+
+
+def _label_parts(label: str) -> set[str]:
+    return {" ".join(re.findall(r"\w+", p.casefold())) for p in _PAGE.sub(",", label).split(",")}
+
+
+def without_echoed_labels(answer: str, labels: list[str]) -> str:
+    """``answer`` without the passage labels it opens a sentence with ("[Report, Budget
+    (p. 3)] The budget is …"): a small model echoes the ``#chk_… [label]`` line the prompt
+    shows over each passage. Bracketed text elsewhere, or made of anything but the labels'
+    parts (title, chapter, section, page), stays."""
+    parts = set().union(*(_label_parts(label) for label in labels)) - {""} if labels else set()
+    if not parts:
+        return answer
+
+    def drop(m: re.Match) -> str:
+        inner = _label_parts(m.group(2)) - {""}
+        return m.group(1) if inner and inner <= parts else m.group(0)
+
+    stripped = _BRACKETED.sub(drop, answer)
+    return stripped if re.search(r"\w", CITATION_RE.sub("", stripped)) else answer

@@ -7,6 +7,7 @@ from agent.retrieval.citations import (
     CitableChunk,
     citation_id,
     cited_ids,
+    format_source,
     guard_citations,
     unknown_citations,
 )
@@ -249,3 +250,13 @@ def test_names_the_question_gives_do_not_decide_the_citation():
     ]
     # without the question the name is all the guard can go by
     assert cited_ids(guard_citations(answer, [RABBIT_HOLE, WATCH, VERSES])) == [VERSES.citation_id]
+
+
+def test_a_source_names_each_part_once():
+    assert format_source("Emma", "CHAPTER I", "Part 2", 3) == "Emma, CHAPTER I, Part 2 (p. 3)"
+    assert format_source("Emma", None, None, None) == "Emma"
+    # a paper whose outline opens with its own title
+    paper = "LayoutParser: A Unified Toolkit"
+    assert format_source(paper, "LayoutParser: a unified toolkit", None, 1) == f"{paper} (p. 1)"
+    assert format_source("", "Results", "Results", None) == "Results"
+    assert format_source("Report", "Results", "Report", 2) == "Report, Results, Report (p. 2)"

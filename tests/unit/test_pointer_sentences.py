@@ -9,6 +9,7 @@ from agent.retrieval.pointers import (
     is_absence_sentence,
     is_pointer_sentence,
     without_absence_citations,
+    without_echoed_labels,
     without_pointer_sentences,
 )
 
@@ -138,3 +139,47 @@ def test_sentences_saying_what_the_passages_leave_out(sentence, absent):
 def test_a_sentence_that_says_what_is_there_keeps_its_citation():
     kept = "Code 606 manages the SEDVME project #chk_c7281f95. Its budget is not stated."
     assert without_absence_citations(kept) == kept
+
+
+_LABELS = [
+    "science exploration 1p, Code 600: Sciences and Exploration Directorate (SED) (p. 1)",
+    "Alice in Wonderland, CHAPTER VII. A Mad Tea-Party",
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "cleaned"),
+    [
+        (  # the label a passage is shown under, opening the answer
+            "[science exploration 1p, Code 600: Sciences and Exploration Directorate (SED) "
+            "(p. 1)] The budget is not provided.",
+            "The budget is not provided.",
+        ),
+        (  # part of a label (its chapter), opening a later sentence, with a colon
+            "The Hatter asks it. [CHAPTER VII. A Mad Tea-Party]: Why is a raven like a "
+            "writing-desk? #chk_257a1490",
+            "The Hatter asks it. Why is a raven like a writing-desk? #chk_257a1490",
+        ),
+    ],
+)
+def test_echoed_passage_labels_are_dropped(answer, cleaned):
+    assert without_echoed_labels(answer, _LABELS) == cleaned
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The list is [1, 2] here.",  # not a label
+        "See [CHAPTER VII. A Mad Tea-Party] for the riddle.",  # inside a sentence: its words
+        "[Alice in Wonderland, The Hatter] says so.",  # not only the labels' parts
+        "[Alice in Wonderland] #chk_257a1490",  # nothing would be left
+    ],
+)
+def test_other_brackets_stay(answer):
+    assert without_echoed_labels(answer, _LABELS) == answer
+
+
+def test_grounded_answers_lose_echoed_labels():
+    raw = "[Book] Alice's cat is Dinah #chk_257a1490."
+    answer = finish_grounded(raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1)
+    assert answer.text == "Alice's cat is Dinah #chk_257a1490."
