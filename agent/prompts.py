@@ -284,6 +284,11 @@ NOT_COVERED = (
     "{general}"
 )
 
+NOTHING_FOUND = (
+    "I couldn't find the answer in your documents: the passages I found touch on this but "
+    "don't say it."
+)
+
 NOT_COVERED_NO_WEB = (
     "Your documents don't seem to cover this: the closest passages I found are not about it, "
     "and it needs outside or current information. " + WEB_NOT_CONFIGURED

@@ -19,6 +19,7 @@ from agent.retrieval.citations import (
     unknown_citations,
 )
 from agent.retrieval.pointers import (
+    says_nothing_new,
     without_absence_citations,
     without_echoed_labels,
     without_pointer_sentences,
@@ -126,7 +127,9 @@ def finish_grounded(
     to the passage holding what its sentence adds to the question. On the hybrid path,
     sentences after the first that only say where the answer is written ("This is stated
     in the passage #chk_…") are dropped (:func:`without_pointer_sentences`), and one that
-    says what the passages leave out loses its citations (:func:`without_absence_citations`).
+    says what the passages leave out loses its citations (:func:`without_absence_citations`),
+    and an answer that says nothing the question did not (a restated question, a bare id:
+    :func:`says_nothing_new`) becomes the plain "not found" answer.
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -139,6 +142,8 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
+        if question and says_nothing_new(text, question):  # a restated question, a bare id
+            text = prompts.NOTHING_FOUND
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(

@@ -18,6 +18,7 @@ import re
 
 from agent.retrieval.anchors import answer_sentences
 from agent.retrieval.citations import CITATION_RE, cited_ids, tidy_spacing, with_citation
+from agent.text import content_terms
 
 _PLACE = (
     r"(?:(?:first|second|third|last|same|relevant|above|provided|given|cited|following) )*"
@@ -134,3 +135,52 @@ def without_echoed_labels(answer: str, labels: list[str]) -> str:
 
     stripped = _BRACKETED.sub(drop, answer)
     return stripped if re.search(r"\w", CITATION_RE.sub("", stripped)) else answer
+
+
+# what an answer says about the passages rather than about the question's subject
+_ABOUT_PASSAGES = frozenset(
+    [
+        "information",
+        "passage",
+        "context",
+        "provided",
+        "provide",
+        "stated",
+        "state",
+        "mentioned",
+        "mention",
+        "cited",
+        "cite",
+        "citation",
+        "text",
+        "document",
+        "given",
+        "explicitly",
+        "specifically",
+        "answer",
+        "question",
+        "relevant",
+        "following",
+        "found",
+        "according",
+        "specific",
+        "detail",
+        "described",
+        "describe",
+        "source",
+        "excerpt",
+    ]
+)
+_NUMBER = re.compile(r"\d+")
+_VERDICT = re.compile(r"\b(?:yes|no|not|never|none|neither|nor)\b", re.IGNORECASE)
+
+
+def says_nothing_new(answer: str, question: str) -> bool:
+    """Whether ``answer`` only restates ``question`` or points at passages: no word or number
+    beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
+    Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
+    plain = CITATION_RE.sub(" ", answer)
+    words = content_terms(plain) - content_terms(question) - _ABOUT_PASSAGES
+    numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
+    verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
+    return not words and not numbers and not verdict

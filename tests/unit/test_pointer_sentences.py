@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from agent import prompts
 from agent.chat.answering import finish_grounded
 from agent.retrieval.pointers import (
     is_absence_sentence,
     is_pointer_sentence,
+    says_nothing_new,
     without_absence_citations,
     without_echoed_labels,
     without_pointer_sentences,
@@ -183,3 +185,51 @@ def test_grounded_answers_lose_echoed_labels():
     raw = "[Book] Alice's cat is Dinah #chk_257a1490."
     answer = finish_grounded(raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1)
     assert answer.text == "Alice's cat is Dinah #chk_257a1490."
+
+
+@pytest.mark.parametrize(
+    ("answer", "question"),
+    [
+        (
+            "The Caterpillar is smoking when Alice meets it #chk_34d79ce6.",
+            "What is the Caterpillar smoking when Alice meets it?",
+        ),
+        ("This information is cited from #chk_3c264cd8.", "What was his salary at Gillingham?"),
+        (
+            "This information is provided in the context passage cited #chk_842f4b31.",
+            "What was his salary at Gillingham?",
+        ),
+        ("#chk_9cd16f44", "What is the repository of pre-trained models called?"),
+    ],
+)
+def test_answers_that_say_nothing_new(answer, question):
+    assert says_nothing_new(answer, question)
+
+
+@pytest.mark.parametrize(
+    ("answer", "question"),
+    [
+        ("Dinah.", "Who is Alice's cat?"),
+        ("14 #chk_b610e0e3", "How many goals did he score in the 1991-92 season?"),
+        ("Yes, she is #chk_257a1490.", "Is Dinah a cat?"),
+        ("No.", "Is Dinah a dog?"),
+        ("The GPU is not mentioned in the passages.", "Which GPU was used?"),
+    ],
+)
+def test_answers_that_say_something(answer, question):
+    assert not says_nothing_new(answer, question)
+
+
+def test_a_hybrid_answer_restating_the_question_is_not_found():
+    raw = "Alice's cat is Alice's cat #chk_257a1490."
+    question = "Who is Alice's cat?"
+    hybrid = finish_grounded(
+        raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert hybrid.text == prompts.NOTHING_FOUND
+    assert hybrid.citations == []
+    assert hybrid.sources == ["Book"]  # the passages it looked at stay listed
+    deep = finish_grounded(
+        raw, _RETRIEVED, route="deep_reasoning", model_used="m", tokens_used=1, question=question
+    )
+    assert "#chk_257a1490" in deep.text
