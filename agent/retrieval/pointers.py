@@ -112,7 +112,10 @@ def without_absence_citations(answer: str) -> str:
     return "".join(kept).rstrip()
 
 
-_BRACKETED = re.compile(r"(^|(?<=[.!?]\s)|(?<=\n))\s*\[([^\[\]\n]{2,400})\]\s*[:\-–—]?\s*")
+# "[label]" opening a sentence, after the id it was shown with ("#chk_… [label]") or alone
+_BRACKETED = re.compile(
+    r"(^|(?<=[.!?]\s)|(?<=\n))\s*(#chk_[0-9a-fA-F]{8}\s*)?\[([^\[\]\n]{2,400})\]\s*[:\-–—]?\s*"
+)
 _PAGE = re.compile(r"\(p\. \d+\)")
 
 
@@ -130,8 +133,10 @@ def without_echoed_labels(answer: str, labels: list[str]) -> str:
         return answer
 
     def drop(m: re.Match) -> str:
-        inner = _label_parts(m.group(2)) - {""}
-        return m.group(1) if inner and inner <= parts else m.group(0)
+        inner = _label_parts(m.group(3)) - {""}
+        if not inner or not inner <= parts:
+            return m.group(0)
+        return m.group(1) + (m.group(2) or "")  # the id stays: the guard places it
 
     stripped = _BRACKETED.sub(drop, answer)
     return stripped if re.search(r"\w", CITATION_RE.sub("", stripped)) else answer
@@ -175,12 +180,17 @@ _NUMBER = re.compile(r"\d+")
 _VERDICT = re.compile(r"\b(?:yes|no|not|never|none|neither|nor)\b", re.IGNORECASE)
 
 
+def _stems(text: str) -> set[str]:
+    # "trained" restates "train", "mentions" "mentioned"
+    return {re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w for w in content_terms(text)}
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
     """Whether ``answer`` only restates ``question`` or points at passages: no word or number
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
     Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
     plain = CITATION_RE.sub(" ", answer)
-    words = content_terms(plain) - content_terms(question) - _ABOUT_PASSAGES
+    words = _stems(plain) - _stems(question) - _stems(" ".join(_ABOUT_PASSAGES))
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict

@@ -157,6 +157,10 @@ _LABELS = [
             "(p. 1)] The budget is not provided.",
             "The budget is not provided.",
         ),
+        (  # the id and label line a passage is shown with
+            "#chk_257a1490 [Alice in Wonderland]\nDinah is her cat.",
+            "#chk_257a1490 Dinah is her cat.",
+        ),
         (  # part of a label (its chapter), opening a later sentence, with a colon
             "The Hatter asks it. [CHAPTER VII. A Mad Tea-Party]: Why is a raven like a "
             "writing-desk? #chk_257a1490",
@@ -181,8 +185,11 @@ def test_other_brackets_stay(answer):
     assert without_echoed_labels(answer, _LABELS) == answer
 
 
-def test_grounded_answers_lose_echoed_labels():
-    raw = "[Book] Alice's cat is Dinah #chk_257a1490."
+@pytest.mark.parametrize(
+    "raw",
+    ["[Book] Alice's cat is Dinah #chk_257a1490.", "#chk_257a1490 [Book]\nAlice's cat is Dinah."],
+)
+def test_grounded_answers_lose_echoed_labels(raw):
     answer = finish_grounded(raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1)
     assert answer.text == "Alice's cat is Dinah #chk_257a1490."
 
@@ -200,6 +207,10 @@ def test_grounded_answers_lose_echoed_labels():
             "What was his salary at Gillingham?",
         ),
         ("#chk_9cd16f44", "What is the repository of pre-trained models called?"),
+        (
+            "LayoutParser was trained on a GPU.",
+            "Which GPU was used to train LayoutParser's models?",
+        ),
     ],
 )
 def test_answers_that_say_nothing_new(answer, question):
