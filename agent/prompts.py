@@ -284,7 +284,7 @@ NOT_COVERED = (
     "{general}"
 )
 
-NOTHING_FOUND = (
+NOT_ANSWERED = (
     "I couldn't find the answer in your documents: the passages I found touch on this but "
     "don't say it."
 )

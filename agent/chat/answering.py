@@ -143,7 +143,7 @@ def finish_grounded(
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
         if question and says_nothing_new(text, question):  # a restated question, a bare id
-            text = prompts.NOTHING_FOUND
+            text = prompts.NOT_ANSWERED
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(

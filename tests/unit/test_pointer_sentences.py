@@ -237,7 +237,7 @@ def test_a_hybrid_answer_restating_the_question_is_not_found():
     hybrid = finish_grounded(
         raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
     )
-    assert hybrid.text == prompts.NOTHING_FOUND
+    assert hybrid.text == prompts.NOT_ANSWERED
     assert hybrid.citations == []
     assert hybrid.sources == ["Book"]  # the passages it looked at stay listed
     deep = finish_grounded(
