@@ -82,3 +82,16 @@ def content_words(text: str) -> list[str]:
 def content_terms(text: str) -> set[str]:
     """The distinct :func:`content_words` of ``text``."""
     return set(content_words(text))
+
+
+# "[47]", "[19][30]" after a sentence's punctuation, or opening a line: an encyclopedia's
+# footnote marks, pasted with its text; "x[1]" and "as shown in [3]" are not touched
+_REFERENCE_MARKS = re.compile(
+    r"(?<=[.,;:!?)\"'’”])(?:\[\d{1,3}\])+|^(?:\[\d{1,3}\])+[ \t]*", re.MULTILINE
+)
+
+
+def without_reference_marks(text: str) -> str:
+    """``text`` without footnote marks such as ``[47]`` after punctuation or opening a line
+    (see above): they cost a small model tokens, and it copies them into answers."""
+    return _REFERENCE_MARKS.sub("", text)

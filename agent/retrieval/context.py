@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import format_source, unique
 from agent.retrieval.types import RetrievedChunk
+from agent.text import without_reference_marks
 
 _WORD = re.compile(r"\w+")
 
@@ -89,7 +90,9 @@ def surroundings(chunk: RetrievedChunk, window: int) -> str:
 
 def passage_block(citation_id: str, source: str | None, body: str) -> str:
     """A passage as a prompt shows it: its citation id and source (``None``: the same as the
-    passage before it, not repeated), then what the model reads."""
+    passage before it, not repeated), then what the model reads: its text without footnote
+    marks (:func:`~agent.text.without_reference_marks`)."""
+    body = without_reference_marks(body)
     return f"{citation_id} [{source}]\n{body}" if source else f"{citation_id}\n{body}"
 
 
