@@ -18,6 +18,8 @@ from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences
 from agent.text import content_terms
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
+# "[8834b897]": an id written without its prefix (kept only when it is a context id)
+BARE_ID_RE = re.compile(r"\[([0-9a-fA-F]{8})\]")
 # "#chk_670" (a small model turning "Code 670" into an id), "#chk_12ab": no id at all
 MALFORMED_RE = re.compile(r"\[?#chk_(?![0-9a-fA-F]{8}\b)\w*\]?")
 
@@ -194,8 +196,8 @@ def guard_citations(
 ) -> str:
     """Return ``answer`` citing only ids from ``chunks``, each where it is supported.
 
-    1. Normalise every spelling of an id to ``#chk_xxxxxxxx``; drop ids not in the context
-       and ``#chk_`` marks that are no id.
+    1. Normalise every spelling of an id to ``#chk_xxxxxxxx`` (a context id's bare hex in
+       brackets too); drop ids not in the context and ``#chk_`` marks that are no id.
     2. Ids opening the answer go to the end of its first sentence.
     3. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
        to the chunk that has more of them (:mod:`agent.retrieval.anchors`); one whose chunk
@@ -211,7 +213,11 @@ def guard_citations(
         cid = "#chk_" + m.group(1).lower()
         return cid if cid in known else ""
 
-    cleaned = MALFORMED_RE.sub("", CITATION_RE.sub(fix, answer))
+    def bare(m: re.Match) -> str:
+        cid = "#chk_" + m.group(1).lower()
+        return cid if cid in known else m.group(0)
+
+    cleaned = MALFORMED_RE.sub("", CITATION_RE.sub(fix, BARE_ID_RE.sub(bare, answer)))
     cleaned = tidy_spacing(cleaned).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
     cleaned = re.sub(r"^[:;,]\s*", "", cleaned)  # what an id opening the answer left

@@ -174,9 +174,16 @@ _ABOUT_PASSAGES = frozenset(
         "describe",
         "source",
         "excerpt",
+        "page",
+        "can",
+        "could",
+        "may",
+        "might",
+        "would",
     ]
 )
 _NUMBER = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(r"\b(?:pages?|p\.)\s*\d+", re.IGNORECASE)
 _VERDICT = re.compile(r"\b(?:yes|no|not|never|none|neither|nor)\b", re.IGNORECASE)
 
 
@@ -189,7 +196,7 @@ def says_nothing_new(answer: str, question: str) -> bool:
     """Whether ``answer`` only restates ``question`` or points at passages: no word or number
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
     Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
-    plain = CITATION_RE.sub(" ", answer)
+    plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
     words = _stems(plain) - _stems(question) - _stems(" ".join(_ABOUT_PASSAGES))
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)

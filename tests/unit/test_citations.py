@@ -37,6 +37,12 @@ def test_guard_normalises_spellings_and_drops_unknown_ids():
     assert set(cited_ids(fixed)) <= {DINAH.citation_id, CHESHIRE.citation_id}
 
 
+def test_guard_reads_a_context_id_written_without_its_prefix():
+    answer = "Her cat is Dinah [11111111]. The build is [deadbeef]."
+    fixed = guard_citations(answer, [DINAH, CHESHIRE])
+    assert fixed == "Her cat is Dinah #chk_11111111. The build is [deadbeef]."
+
+
 def test_guard_drops_marks_that_are_no_id():
     answer = "#chk_670: Her cat is Dinah #chk_11111111. The Cat grins [#chk_12ab] #chk_22222222x."
     fixed = guard_citations(answer, [DINAH, CHESHIRE])

@@ -207,6 +207,7 @@ def test_grounded_answers_lose_echoed_labels(raw):
             "What was his salary at Gillingham?",
         ),
         ("#chk_9cd16f44", "What is the repository of pre-trained models called?"),
+        ("It can be found in #chk_f95efa3c at page 1.", "Who is the first author of the paper?"),
         (
             "LayoutParser was trained on a GPU.",
             "Which GPU was used to train LayoutParser's models?",
