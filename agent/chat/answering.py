@@ -23,6 +23,7 @@ from agent.retrieval.pointers import (
     without_absence_citations,
     without_echoed_labels,
     without_pointer_sentences,
+    without_prompt_openers,
 )
 
 
@@ -126,7 +127,9 @@ def finish_grounded(
     passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
     to the passage holding what its sentence adds to the question. On the hybrid path,
     sentences after the first that only say where the answer is written ("This is stated
-    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`), and one that
+    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`), openers naming
+    the prompt's passages ("According to the context passage, …") go
+    (:func:`without_prompt_openers`), and one that
     says what the passages leave out loses its citations (:func:`without_absence_citations`),
     and an answer that says nothing the question did not (a restated question, a bare id:
     :func:`says_nothing_new`) becomes the plain "not found" answer.
@@ -138,7 +141,7 @@ def finish_grounded(
         raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
     raw = without_echoed_labels(raw, [c["source"] for c in retrieved if c.get("source")])
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
-        raw = without_pointer_sentences(raw)
+        raw = without_prompt_openers(without_pointer_sentences(raw))
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)

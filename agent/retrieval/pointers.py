@@ -201,3 +201,31 @@ def says_nothing_new(answer: str, question: str) -> bool:
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict
+
+
+# "According to the context passage, …", "In #chk_1a2b3c4d, …": the prompt's words opening
+# a sentence (the reader never saw "the context")
+_PROMPT_OPENER = re.compile(
+    r"^(\s*)(?:according to|based on|as (?:stated|mentioned|described) in|in|from) "
+    r"(?:the |this )?(?:provided |given |first |second |relevant )?"
+    r"(?:context(?: passages?)?|passages?|excerpts?|(#chk_[0-9a-f]{8}))"
+    r"(?: \(?(#chk_[0-9a-f]{8})\)?)?\s*,\s*",
+    re.IGNORECASE,
+)
+
+
+def without_prompt_openers(answer: str) -> str:
+    """``answer`` without the openers that name the prompt's passages ("According to the
+    context passage, X" -> "X"); an id the opener named goes to the end of its sentence
+    when the sentence cites nothing else."""
+    out = []
+    for sentence in answer_sentences(answer):
+        m = _PROMPT_OPENER.match(sentence)
+        rest = sentence[m.end() :] if m else ""
+        if not m or not re.search(r"\w", CITATION_RE.sub("", rest)):
+            out.append(sentence)
+            continue
+        rest = m.group(1) + rest[0].upper() + rest[1:]
+        named = [i for i in (m.group(2), m.group(3)) if i]
+        out.append(with_citation(rest, " ".join(named)) if named and not cited_ids(rest) else rest)
+    return "".join(out)

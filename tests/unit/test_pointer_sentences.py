@@ -13,6 +13,7 @@ from agent.retrieval.pointers import (
     without_absence_citations,
     without_echoed_labels,
     without_pointer_sentences,
+    without_prompt_openers,
 )
 
 
@@ -245,3 +246,41 @@ def test_a_hybrid_answer_restating_the_question_is_not_found():
         raw, _RETRIEVED, route="deep_reasoning", model_used="m", tokens_used=1, question=question
     )
     assert "#chk_257a1490" in deep.text
+
+
+@pytest.mark.parametrize(
+    ("answer", "cleaned"),
+    [
+        (  # the id the opener named ends the sentence
+            "According to #chk_8834b897, his strike partner was Craig Bellamy.",
+            "His strike partner was Craig Bellamy #chk_8834b897.",
+        ),
+        (
+            "Her cat is Dinah #chk_11111111. According to the context passage, she catches "
+            "mice #chk_22222222.",
+            "Her cat is Dinah #chk_11111111. She catches mice #chk_22222222.",
+        ),
+        ("In the context, Lydia and Wickham go to Brighton.", "Lydia and Wickham go to Brighton."),
+    ],
+)
+def test_openers_naming_the_prompts_passages_go(answer, cleaned):
+    assert without_prompt_openers(answer) == cleaned
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "In 1813, Austen published it.",
+        "In the end, Alice wakes up.",
+        "From the passage, #chk_11111111",  # nothing would be left
+        "The passage says she left.",
+    ],
+)
+def test_other_openers_stay(answer):
+    assert without_prompt_openers(answer) == answer
+
+
+def test_hybrid_answers_lose_prompt_openers():
+    raw = "According to the context passages, Alice's cat is Dinah #chk_257a1490."
+    hybrid = finish_grounded(raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1)
+    assert hybrid.text == "Alice's cat is Dinah #chk_257a1490."
