@@ -73,6 +73,13 @@ def plain_words(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+def folded_words(text: str) -> str:
+    """Word characters of any script in runs, case-folded, one space apart: how labels are
+    compared (punctuation and case do not matter; unlike :func:`plain_words`, letters outside
+    a-z count)."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased content words of 3+ letters in order, crudely singularised (``cats`` -> ``cat``)."""
     words = (w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2)

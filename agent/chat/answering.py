@@ -122,17 +122,18 @@ def finish_grounded(
     """Guard the citations of a generated answer and collect citations and sources.
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
-    A passage label the model echoed at a sentence's start is dropped
-    (:func:`without_echoed_labels`). With the ``question``, sentences stating a name or number that neither it nor any
+    With the ``question``, sentences stating a name or number that neither it nor any
     passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
-    to the passage holding what its sentence adds to the question. On the hybrid path,
-    sentences after the first that only say where the answer is written ("This is stated
-    in the passage #chk_…") are dropped (:func:`without_pointer_sentences`), openers naming
-    the prompt's passages ("According to the context passage, …") go
-    (:func:`without_prompt_openers`), and one that
-    says what the passages leave out loses its citations (:func:`without_absence_citations`),
-    and an answer that says nothing the question did not (a restated question, a bare id:
-    :func:`says_nothing_new`) becomes the plain "not found" answer.
+    to the passage holding what its sentence adds to the question. A passage label the
+    model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
+
+    On the hybrid path: sentences after the first that only say where the answer is written
+    ("This is stated in the passage #chk_…") are dropped (:func:`without_pointer_sentences`);
+    openers naming the prompt's passages ("According to the context passage, …") go
+    (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
+    its citations (:func:`without_absence_citations`); and an answer that says nothing the
+    question did not (a restated question, a bare id: :func:`says_nothing_new`) becomes the
+    plain "not answered" reply.
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below

@@ -13,7 +13,6 @@ word is not taken.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -21,8 +20,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
-
-logger = logging.getLogger(__name__)
 
 # Control characters (NUL above all) come from broken font encodings; storage rejects them.
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

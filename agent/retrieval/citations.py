@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences, names_in
-from agent.text import content_terms
+from agent.text import content_terms, folded_words
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
 # "[8834b897]": an id written without its prefix (kept only when it is a context id)
@@ -237,15 +237,11 @@ def format_source(title: str, chapter: str | None, section: str | None, page: in
     repeats the one before it (a paper whose outline opens with its own title)."""
     parts: list[str] = []
     for part in (title, chapter, section):
-        if part and (not parts or _plain(part) != _plain(parts[-1])):
+        if part and (not parts or folded_words(part) != folded_words(parts[-1])):
             parts.append(part)
     label = ", ".join(parts)
     page_part = f"(p. {page})" if page is not None else ""
     return " ".join(x for x in (label, page_part) if x)
-
-
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def unique(items: Iterable[str]) -> list[str]:

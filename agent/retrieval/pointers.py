@@ -18,7 +18,7 @@ import re
 
 from agent.retrieval.anchors import answer_sentences
 from agent.retrieval.citations import CITATION_RE, cited_ids, tidy_spacing, with_citation
-from agent.text import content_terms
+from agent.text import content_terms, folded_words
 
 _PLACE = (
     r"(?:(?:first|second|third|last|same|relevant|above|provided|given|cited|following) )*"
@@ -120,7 +120,7 @@ _PAGE = re.compile(r"\(p\. \d+\)")
 
 
 def _label_parts(label: str) -> set[str]:
-    return {" ".join(re.findall(r"\w+", p.casefold())) for p in _PAGE.sub(",", label).split(",")}
+    return {folded_words(p) for p in _PAGE.sub(",", label).split(",")}
 
 
 def without_echoed_labels(answer: str, labels: list[str]) -> str:
@@ -192,12 +192,15 @@ def _stems(text: str) -> set[str]:
     return {re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w for w in content_terms(text)}
 
 
+_ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
     """Whether ``answer`` only restates ``question`` or points at passages: no word or number
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
     Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
     plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
-    words = _stems(plain) - _stems(question) - _stems(" ".join(_ABOUT_PASSAGES))
+    words = _stems(plain) - _stems(question) - _ABOUT_PASSAGES_STEMS
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict
