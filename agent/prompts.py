@@ -289,6 +289,9 @@ NOT_ANSWERED = (
     "don't say it."
 )
 
+# an answer that was only a citation id: the sentence of the passage it named
+QUOTED_ANSWER = "Your documents say: “{sentence}” {citation}"
+
 NOT_COVERED_NO_WEB = (
     "Your documents don't seem to cover this: the closest passages I found are not about it, "
     "and it needs outside or current information. " + WEB_NOT_CONFIGURED

@@ -25,6 +25,7 @@ from agent.retrieval.pointers import (
     without_pointer_sentences,
     without_prompt_openers,
 )
+from agent.retrieval.quotes import pointed_sentence
 
 
 @dataclass
@@ -132,8 +133,9 @@ def finish_grounded(
     openers naming the prompt's passages ("According to the context passage, …") go
     (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
     its citations (:func:`without_absence_citations`); and an answer that says nothing the
-    question did not (a restated question, a bare id: :func:`says_nothing_new`) becomes the
-    plain "not answered" reply.
+    question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
+    answered" reply; one that is only a citation id becomes the sentence of that passage
+    which best matches the question, quoted (:func:`pointed_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -147,7 +149,7 @@ def finish_grounded(
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
         if question and says_nothing_new(text, question):  # a restated question, a bare id
-            text = prompts.NOT_ANSWERED
+            text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(
@@ -161,6 +163,15 @@ def finish_grounded(
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
         citations_removed=removed,
     )
+
+
+def _quoted_or_not_answered(text: str, citable: list[CitableChunk], question: str) -> str:
+    """The sentence a bare-citation answer points at, quoted; else "not answered"."""
+    pointed = pointed_sentence(text, {c.citation_id: c.text for c in citable}, question)
+    if pointed is None:
+        return prompts.NOT_ANSWERED
+    sentence, citation = pointed
+    return prompts.QUOTED_ANSWER.format(sentence=sentence, citation=citation)
 
 
 _WEB_ID = re.compile(r"#web_(\d+)\b")

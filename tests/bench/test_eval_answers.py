@@ -86,7 +86,8 @@ async def test_eval_answers_local_model_keeps_citations_valid(services):
     assert rag.refusal_rate == 1.0
     rows = [q for q in report.questions if q.system == "rag" and not q.unanswerable]
     assert sum(q.match for q in rows) >= 1, [q.answer for q in rows]
-    assert all(q.cited > 0 for q in rows), [q.answer for q in rows]
+    # an answer cites what it says; an honest "couldn't find" cites nothing
+    assert all(q.cited > 0 or is_refusal(q.answer) for q in rows), [q.answer for q in rows]
 
 
 async def test_eval_answers_goes_on_past_a_document_too_short_to_summarize(services, tmp_path):
