@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.chat.conflicts import detect
+from agent.chat.document_openings import authorship_openings, opening_body, opening_context
 from agent.chat.question_lookup import (
     citable_questions,
     find_numbered_questions,
@@ -29,7 +30,7 @@ from agent.memory.previous_discussion import previous_discussion, previous_discu
 from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
 from agent.retrieval.search import SearchOptions, embed_question
 from agent.retrieval.time_window import scope_window
-from agent.retrieval.types import chunk_payload
+from agent.retrieval.types import RetrievedChunk, chunk_payload
 from agent.services import Services
 
 BELOW_RELEVANCE = ("any_embedded", "any_chunk", "none")
@@ -74,10 +75,15 @@ def _chat_memory(state: Mapping[str, Any]) -> ChatMemory:
     )
 
 
-def _payloads(settings: Settings, asked: list, found: KnowledgeSearch) -> list[dict]:
-    """Citation payloads: the numbered questions asked for, then the passages found."""
+def _payloads(
+    settings: Settings, asked: list, openings: list[RetrievedChunk], found: KnowledgeSearch
+) -> list[dict]:
+    """Citation payloads: the numbered questions asked for, the documents' openings (for a
+    question about who wrote them), then the passages found."""
     built = found.context
-    payloads = [chunk_payload(c, settings.citation_preview_chars, q.text) for q, c in asked]
+    preview = settings.citation_preview_chars
+    payloads = [chunk_payload(c, preview, q.text) for q, c in asked]
+    payloads += [chunk_payload(c, preview, opening_body(c)) for c in openings]
     ids = {p["id"] for p in payloads}
     return payloads + [
         chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
@@ -134,8 +140,11 @@ async def retrieve_context(
     shown = {content for _, content in memory.recent}  # already in the history block
     past = [t for t in past if t.question not in shown and t.answer not in shown]
     asked = await citable_questions(services, scope, questions) if questions else []
+    openings = await authorship_openings(services, scope, query, found.context.chunks)
     relevant = bool(found.context.chunks) and found.result.layer not in BELOW_RELEVANCE
     metrics = found.result.metrics.as_dict()
+    if openings:
+        metrics["document_openings"] = [c.citation_id for c in openings]
     if numbers:
         metrics["question_numbers"] = {"asked": numbers, "found": [q.number for q, _ in asked]}
     conflicts = [c.as_dict() for c in found.conflicts]
@@ -146,11 +155,13 @@ async def retrieve_context(
         "conflicts": conflicts,
         "search_query": query,
         "discussion": previous_discussion_block(past, settings.discussion_budget(spec)),
-        "relevant": relevant or bool(asked),
+        "relevant": relevant or bool(asked) or bool(openings),
         "retrieval": metrics,
         "search_mode": mode,
-        "context": "\n\n".join(p for p in (question_context(asked), found.context.text) if p),
-        "retrieved": _payloads(settings, asked, found),
+        "context": "\n\n".join(
+            p for p in (question_context(asked), opening_context(openings), found.context.text) if p
+        ),
+        "retrieved": _payloads(settings, asked, openings, found),
     }
 
 

@@ -38,7 +38,8 @@ def pointed_sentence(
     wanted = content_terms(question)
     best: tuple[int, str, str] | None = None
     for cid in cited_ids(answer):
-        for piece in _GAP.split(passages.get(cid, "")):
+        pieces = [p for line in passages.get(cid, "").splitlines() for p in _GAP.split(line)]
+        for piece in pieces:  # a line ("Author: …") or a gap ends a sentence
             for sentence in split_sentences(" ".join(piece.split())):
                 score = len(wanted & content_terms(sentence))
                 if best is None or score > best[0]:
