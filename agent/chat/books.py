@@ -83,3 +83,23 @@ async def book_named_in(services: Services, scope: SearchScope, question: str) -
     if not rows or any(r.words not in rows[0].words for r in rows[1:]):
         return None
     return Book(rows[0].id, rows[0].title, rows[0].author)
+
+
+async def titles_named_in(services: Services, scope: SearchScope, question: str) -> list[str]:
+    """Titles of the visible documents of ``scope`` that ``question`` names word for word,
+    whole or their main title (before any colon), of at least two words: words of a title
+    ("Why Nations Fail", "…Document Image Analysis") are not the reader's instructions."""
+    asked = plain_words(question)
+    if not asked:
+        return []
+    listed, params = scope.listed_documents_sql("d.title")
+    plain = "trim(regexp_replace(lower({}), '[^a-z0-9]+', ' ', 'g'))"
+    whole, main = plain.format("l.title"), plain.format("split_part(l.title, ':', 1)")
+    sql = (
+        f"SELECT DISTINCT title FROM (SELECT l.title, {whole} AS whole, {main} AS main "
+        f"FROM ({listed}) l) t WHERE (whole LIKE '% %' AND position(' ' || whole || ' ' IN :asked) > 0) "
+        "OR (main LIKE '% %' AND position(' ' || main || ' ' IN :asked) > 0) LIMIT 20"
+    )
+    async with services.engine.connect() as conn:
+        rows = (await conn.execute(text(sql), {**params, "asked": f" {asked} "})).all()
+    return [r.title for r in rows]

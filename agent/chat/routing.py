@@ -163,17 +163,45 @@ def is_broad(message: str) -> bool:
     return bool(_BROAD.search(message)) or names_many_books(message)
 
 
-def _document_route(
-    message: str, single_book: bool, summary_keywords: Sequence[str], reasoning: Sequence[str]
-) -> RouteChoice:
-    """The documents' path: Path B, Path C, or Path A in general or specific mode."""
+def _without_titles(message: str, titles: Sequence[str]) -> str:
+    """``message``'s plain words less the ``titles`` it names (whole, or before a colon)."""
+    text = f" {plain_words(message)} "
+    named = {plain_words(t) for title in titles for t in (title, title.split(":")[0])}
+    for words in sorted(named, key=len, reverse=True):
+        if " " in words:  # a one-word title is too likely a common word
+            text = text.replace(f" {words} ", " ")
+    return text.strip()
+
+
+def has_route_keyword(
+    message: str, summary_keywords: Sequence[str] = (), reasoning_keywords: Sequence[str] = ()
+) -> bool:
+    """Whether ``message`` holds a summary or reasoning keyword: the router then needs the
+    document titles it names (:func:`choose_route`'s ``document_titles``)."""
     from agent.config import REASONING_KEYWORDS
 
+    return asks_for_summary(message, summary_keywords) or _has_keyword(
+        message, reasoning_keywords or REASONING_KEYWORDS
+    )
+
+
+def _document_route(
+    message: str,
+    single_book: bool,
+    summary_keywords: Sequence[str],
+    reasoning: Sequence[str],
+    titles: Sequence[str] = (),
+) -> RouteChoice:
+    """The documents' path: Path B, Path C, or Path A in general or specific mode. Keywords
+    inside the document ``titles`` the message names do not count."""
+    from agent.config import REASONING_KEYWORDS
+
+    wording = _without_titles(message, titles) if titles else message
     many = names_many_books(message)
-    summary = asks_for_summary(message, summary_keywords)
+    summary = asks_for_summary(wording, summary_keywords)
     if single_book and summary and not many:
         return RouteChoice("global_summary", "summary request for the one book in scope")
-    if _has_keyword(message, reasoning or REASONING_KEYWORDS) or _EACH_OF_TWO.search(message):
+    if _has_keyword(wording, reasoning or REASONING_KEYWORDS) or _EACH_OF_TWO.search(message):
         return RouteChoice("deep_reasoning", "analysis or comparison: deep reasoning", "deep")
     if many:
         return RouteChoice("hybrid", "asks about several books: general settings", "general")
@@ -209,13 +237,16 @@ def choose_route(
     summary_keywords: Sequence[str] = (),
     reasoning_keywords: Sequence[str] = (),
     chapter_titles: Sequence[str] = (),
+    document_titles: Sequence[str] = (),
 ) -> RouteChoice:
     """The path for ``message`` in seed 000's priority (see the module docs), and why.
 
     ``single_book``: exactly one book is in scope (chosen, or the user's only document).
     ``web_available``: a web-search key is configured. Keyword lists default to the seed's
     (``agent.config``). ``chapter_titles``: the chapter titles of the books in scope, for a
-    title written without quotes ("what happens in A Mad Tea-Party").
+    title written without quotes ("what happens in A Mad Tea-Party"). ``document_titles``:
+    the titles of documents in scope the message names, whose words are no keywords ("who
+    wrote Why Nations Fail" asks no "why").
     """
     if is_name_question(message):
         return RouteChoice("direct", "name question: a fixed reply")
@@ -225,7 +256,9 @@ def choose_route(
         return RouteChoice("web_search", "explicit web request", web="explicit")
     if names_chapter(message, chapter_titles):  # before the whole-book summary
         return RouteChoice("chapter_summary", "chapter request: that chapter's summary")
-    choice = _document_route(message, single_book, summary_keywords, reasoning_keywords)
+    choice = _document_route(
+        message, single_book, summary_keywords, reasoning_keywords, document_titles
+    )
     return _with_web_plan(choice, message, web_available)
 
 
@@ -237,6 +270,7 @@ def classify_route(
     summary_keywords: Sequence[str] = (),
     reasoning_keywords: Sequence[str] = (),
     chapter_titles: Sequence[str] = (),
+    document_titles: Sequence[str] = (),
 ) -> Route:
     """The path for ``message`` (:func:`choose_route` without the reason)."""
     return choose_route(
@@ -246,4 +280,5 @@ def classify_route(
         summary_keywords=summary_keywords,
         reasoning_keywords=reasoning_keywords,
         chapter_titles=chapter_titles,
+        document_titles=document_titles,
     ).route

@@ -10,9 +10,16 @@ from typing import Protocol
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from agent import prompts
-from agent.chat.books import Book, UnknownBook, book_named_in, only_book, resolve_book
+from agent.chat.books import (
+    Book,
+    UnknownBook,
+    book_named_in,
+    only_book,
+    resolve_book,
+    titles_named_in,
+)
 from agent.chat.chapters import titles_for_routing
-from agent.chat.routing import asks_for_summary, choose_route
+from agent.chat.routing import asks_for_summary, choose_route, has_route_keyword
 from agent.chat.tool_selection import tools_by_default
 from agent.chat.turn_log import (
     monthly_limit,
@@ -206,13 +213,19 @@ async def _open_turn(
     named = None
     if book is None and asks_for_summary(question, settings.global_summary_keywords):
         book = named = await book_named_in(services, scope, question)  # "summarize <title>"
+    keywords = settings.global_summary_keywords, settings.reasoning_keywords
     choice = choose_route(
         question,
         single_book=book is not None,
         web_available=web_search_available(settings),
-        summary_keywords=settings.global_summary_keywords,
-        reasoning_keywords=settings.reasoning_keywords,
+        summary_keywords=keywords[0],
+        reasoning_keywords=keywords[1],
         chapter_titles=await titles_for_routing(services, scope, question),
+        document_titles=(  # a keyword may be a title's word: "who wrote Why Nations Fail"
+            await titles_named_in(services, scope, question)
+            if has_route_keyword(question, *keywords)
+            else ()
+        ),
     )
     if named is not None and choice.route == "global_summary":
         choice = replace(

@@ -80,3 +80,21 @@ async def test_only_the_users_own_titles_are_matched(services, new_user):
     assert (
         await book_named_in(services, SearchScope(user_id=owner.id), "Summarize the tale") is None
     )
+
+
+async def test_keywords_in_a_named_title_do_not_change_the_route(services, new_user):
+    user = await new_user("titlewords")
+    await ingest_bytes(services, user.id, book_text().encode(), "Why Nations Fail.txt")
+    await ingest_bytes(services, user.id, book_text().encode(), "Other Shores.txt")
+    context = Context(user=user.name)
+    who = await graph.ainvoke(_ask("Who wrote Why Nations Fail?"), context=context)
+    assert who["route"] == "hybrid", who["route_reason"]
+    why = await graph.ainvoke(_ask("Why do the walrus and the carpenter walk?"), context=context)
+    assert why["route"] == "deep_reasoning"
+    # another user's title is not theirs to name: its words count
+    stranger = await new_user("titlewords-other")
+    await ingest_bytes(services, stranger.id, book_text().encode(), "Notes.txt")
+    theirs = await graph.ainvoke(
+        _ask("Who wrote Why Nations Fail?"), context=Context(user=stranger.name)
+    )
+    assert theirs["route"] == "deep_reasoning"

@@ -8,6 +8,7 @@ from agent.chat.routing import (
     asks_for_web,
     choose_route,
     classify_route,
+    has_route_keyword,
     is_broad,
     needs_fresh_facts,
 )
@@ -232,3 +233,28 @@ def test_broad_questions(message, broad):
 def test_web_words(message, explicit, fresh):
     assert asks_for_web(message) is explicit
     assert needs_fresh_facts(message) is fresh
+
+
+@pytest.mark.parametrize(
+    ("message", "titles", "route"),
+    [
+        ("Who wrote Why Nations Fail?", ["Why Nations Fail"], "hybrid"),
+        (
+            "Why do states collapse, according to Why Nations Fail?",
+            ["Why Nations Fail"],
+            "deep_reasoning",
+        ),
+        (
+            "Who are the authors of LayoutParser: A Unified Toolkit for Document Image Analysis?",
+            ["LayoutParser: A Unified Toolkit for Document Image Analysis"],
+            "hybrid",
+        ),
+        ("When was A Summary of Trade published?", ["A Summary of Trade: Essays"], "hybrid"),
+        ("Summarize A Summary of Trade", ["A Summary of Trade: Essays"], "global_summary"),
+        # without the titles, the title's word is taken for the reader's
+        ("Who wrote Why Nations Fail?", [], "deep_reasoning"),
+    ],
+)
+def test_keywords_inside_a_named_title_do_not_count(message, titles, route):
+    assert choose_route(message, single_book=True, document_titles=titles).route == route
+    assert has_route_keyword(message)
