@@ -13,10 +13,10 @@ Two libraries, each for what it does best:
   textbook, a third of the time its embedding takes. PDFium does the same pages in about
   0.1 s, with better text: ligatures come out as letters (``fi`` rather than ``ﬁ``),
   words are spaced where pypdf ran them together, and maths symbols (``⊆ ∈ ∅``) where
-  pypdf garbled them. It marks a word hyphenated at a line end with U+FFFE and joins the
-  halves; dropping the mark gives what :func:`~agent.ingest.document.unwrap` made of
-  pypdf's ``imple-`` / ``mented``. Its lines of spaces and of glyphs without Unicode are
-  dropped, as they are never paragraph breaks.
+  pypdf garbled them. It marks a word hyphenated at a line end with U+FFFE between the
+  halves; :func:`~agent.ingest.hyphens.join_line_breaks` joins them, keeping the hyphen of
+  a compound the document writes hyphenated elsewhere ("dual-encoder"). Its lines of
+  spaces and of glyphs without Unicode are dropped, as they are never paragraph breaks.
 
 pypdf stays the fallback for text: when PDFium cannot load a file that pypdf opened, or
 counts its pages differently, every page is extracted by pypdf as before; when PDFium
@@ -50,6 +50,7 @@ from agent.ingest.document import (
     blocks,
     unwrap,
 )
+from agent.ingest.hyphens import join_line_breaks
 from agent.ingest.pdf_title import CONTROL as _CONTROL
 from agent.ingest.pdf_title import (
     clean_field,
@@ -75,8 +76,6 @@ Heading = tuple[str | None, str | None]
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _SENTENCE_END = re.compile(r"[.?!:][\"'’”)\]]*$")
 _BULLET = re.compile(r"(?:[•◦▪▫‣●○■□∙·*–—-]|\d{1,3}[.)])\s")
-# PDFium's mark for a hyphen at a line end: it joins the word's halves around it
-_SOFT_HYPHEN = re.compile("\ufffe(?=\\w)")
 
 _PDFIUM_LOCK = threading.Lock()
 """PDFium must never be called from two threads at once, not even for different files."""
@@ -142,6 +141,7 @@ def _page_texts(
     texts = _pdfium_texts(data, page_count, max_chars)
     if texts is None:
         return _pypdf_texts(reader, page_count, max_chars)
+    texts = join_line_breaks(texts)
     total = sum(len(text) for text in texts if isinstance(text, str))
     for index, text in enumerate(texts):
         if isinstance(text, Exception):  # PDFium failed on this page: pypdf may not
@@ -218,7 +218,7 @@ def _pdfium_page_text(document: PdfDocument, index: int) -> str:
             textpage.close()
     finally:
         page.close()
-    text = _CONTROL.sub("", _SOFT_HYPHEN.sub("", text).replace("\ufffe", "-"))
+    text = _CONTROL.sub("", text)  # line-end hyphen marks stay for join_line_breaks
     # PDFium never marks paragraphs with blank lines; its blank lines are artifacts (a line of
     # spaces, or of maths glyphs just stripped) that would switch split_paragraphs to
     # blank-line mode and merge the whole page into a few paragraphs

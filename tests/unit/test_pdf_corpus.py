@@ -234,6 +234,15 @@ def test_line_end_hyphens_are_joined():
     assert "\ufffe" not in doc.text
 
 
+def test_a_compound_broken_at_a_line_end_keeps_its_hyphen():
+    """The DPR paper breaks "dual-encoder" and "open-domain" at line ends and writes them
+    hyphenated elsewhere; its syllable breaks ("imple-mented") are joined."""
+    text = _parse(TWO_COLUMNS).text
+    assert "dual-encoder framework" in text and "dualencoder" not in text
+    assert "Lucene-BM25" in text and "fine-tuned" in text
+    assert "implemented" in text and "imple-mented" not in text
+
+
 def test_parallel_parses_agree():
     """PDFium is not thread-safe: parsing runs in worker threads, so pdf.py serialises it."""
     data = TEXTBOOK.read_bytes()
