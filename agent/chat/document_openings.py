@@ -19,6 +19,7 @@ from sqlalchemy import text
 from agent.chat.books import book_named_in, only_book
 from agent.db.chunks import fetch_chunks
 from agent.db.scope import SearchScope
+from agent.ingest.document import usable_author
 from agent.retrieval.citations import citation_id
 from agent.retrieval.context import truncate_words
 from agent.retrieval.types import RetrievedChunk
@@ -110,7 +111,8 @@ def opening_body(chunk: RetrievedChunk) -> str:
     """What the model reads under an opening chunk's id: the author on record, if any, then
     the chunk's first :data:`OPENING_CHARS` characters."""
     record = chunk.record
-    by = f"Author: {record.author.strip(' ,;')}\n" if record.author else ""
+    author = usable_author(record.author)  # documents stored before authors were checked
+    by = f"Author: {author}\n" if author else ""
     return by + truncate_words(" ".join(record.text.split()), OPENING_CHARS)
 
 

@@ -68,3 +68,21 @@ def unwrap(block: str) -> str:
 def blocks(text: str) -> list[str]:
     """Paragraph blocks separated by blank lines."""
     return [b for b in re.split(r"\n[ \t]*\n+", text.replace("\r\n", "\n")) if b.strip()]
+
+
+# what tools and templates write as a file's author when nobody named one
+_PLACEHOLDER_AUTHORS = frozenset(
+    {
+        "admin", "administrator", "anonymous", "author", "microsoft office user", "n/a",
+        "none", "owner", "python-docx", "python-pptx", "unknown", "user", "windows user",
+    }
+)  # fmt: skip
+
+
+def usable_author(author: str | None) -> str | None:
+    """``author`` trimmed of stray punctuation ("Jane Austen," -> "Jane Austen"), or ``None``
+    when it is empty or a placeholder ("anonymous", "Microsoft Office User", "python-docx")."""
+    if not author:
+        return None
+    cleaned = " ".join(author.split()).strip(" ,;:-")
+    return None if cleaned.casefold() in _PLACEHOLDER_AUTHORS or not cleaned else cleaned

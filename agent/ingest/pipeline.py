@@ -23,7 +23,7 @@ from agent.db import chats, documents
 from agent.db.documents import NewChildChunk, NewDocument, NewParentChunk
 from agent.ingest.chunking import ChunkDraft, chunk_document
 from agent.ingest.detect import detect_document_type
-from agent.ingest.document import Paragraph
+from agent.ingest.document import Paragraph, usable_author
 from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
 from agent.models import EmbedderUnavailable
@@ -255,7 +255,7 @@ async def ingest_parsed(
         embedding_model=services.embeddings.name,
         char_count=len(parsed.text),
         corpus=corpus,
-        author=parsed.author,
+        author=usable_author(parsed.author),
         source_uri=source_uri,
         filename=filename,
         page_count=parsed.page_count,

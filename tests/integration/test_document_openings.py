@@ -145,3 +145,30 @@ async def test_only_the_askers_own_openings_are_added(services, new_user):
     assert [c.record.document_id for c in found] == [theirs.document_id]  # their only one
     state = await graph.ainvoke(_ask(question), context=Context(user=other.name))
     assert "Ilves" not in state["answer"]
+
+
+async def test_a_placeholder_author_is_not_stored_or_shown(services, new_user):
+    """A DOCX made from python-docx's template says its author is "python-docx"."""
+    import io
+
+    import docx
+    from sqlalchemy import text as sql
+
+    document = docx.Document()
+    assert document.core_properties.author == "python-docx"
+    document.add_paragraph("Maren Ilves and Tobias Kroon. " + _BODY)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    user = await new_user("placeholder-author")
+    stored = await ingest_bytes(services, user.id, buffer.getvalue(), "Tide Notes.docx")
+    async with services.engine.connect() as conn:
+        author = (
+            await conn.execute(
+                sql("SELECT author FROM documents WHERE id = :d"), {"d": stored.document_id}
+            )
+        ).scalar()
+    assert author is None
+    (opening,) = await authorship_openings(
+        services, SearchScope(user_id=user.id), "Who wrote Tide Notes?", []
+    )
+    assert "python-docx" not in opening_context([opening])
