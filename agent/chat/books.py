@@ -11,6 +11,11 @@ from agent.db.scope import SearchScope
 from agent.services import Services
 from agent.text import plain_words
 
+# the same normalisation as plain_words(), in SQL: no title list leaves the database
+_PLAIN_SQL = "trim(regexp_replace(lower({}), '[^a-z0-9]+', ' ', 'g'))"
+# a normalised title of two words or more that the question's plain words (:asked) hold
+_NAMED_SQL = "({0} LIKE '% %' AND position(' ' || {0} || ' ' IN :asked) > 0)"
+
 
 class UnknownBook(LookupError):
     """No visible document matches the requested book."""
@@ -70,12 +75,10 @@ async def book_named_in(services: Services, scope: SearchScope, question: str) -
     if not asked:
         return None
     listed, params = scope.listed_documents_sql("d.id, d.title, d.author")
-    # the same normalisation as plain_words(), in SQL: no title list leaves the database
-    words = "trim(regexp_replace(lower(split_part(l.title, ':', 1)), '[^a-z0-9]+', ' ', 'g'))"
+    words = _PLAIN_SQL.format("split_part(l.title, ':', 1)")
     sql = (
         f"SELECT id, title, author, words FROM (SELECT l.*, {words} AS words FROM ({listed}) l) t "
-        "WHERE words LIKE '% %' AND position(' ' || words || ' ' IN :asked) > 0 "
-        "ORDER BY length(words) DESC LIMIT 3"
+        f"WHERE {_NAMED_SQL.format('words')} ORDER BY length(words) DESC LIMIT 3"
     )
     async with services.engine.connect() as conn:
         rows = (await conn.execute(text(sql), {**params, "asked": f" {asked} "})).all()
@@ -93,12 +96,11 @@ async def titles_named_in(services: Services, scope: SearchScope, question: str)
     if not asked:
         return []
     listed, params = scope.listed_documents_sql("d.title")
-    plain = "trim(regexp_replace(lower({}), '[^a-z0-9]+', ' ', 'g'))"
-    whole, main = plain.format("l.title"), plain.format("split_part(l.title, ':', 1)")
+    whole, main = _PLAIN_SQL.format("l.title"), _PLAIN_SQL.format("split_part(l.title, ':', 1)")
     sql = (
         f"SELECT DISTINCT title FROM (SELECT l.title, {whole} AS whole, {main} AS main "
-        f"FROM ({listed}) l) t WHERE (whole LIKE '% %' AND position(' ' || whole || ' ' IN :asked) > 0) "
-        "OR (main LIKE '% %' AND position(' ' || main || ' ' IN :asked) > 0) LIMIT 20"
+        f"FROM ({listed}) l) t WHERE {_NAMED_SQL.format('whole')} OR {_NAMED_SQL.format('main')} "
+        "LIMIT 20"
     )
     async with services.engine.connect() as conn:
         rows = (await conn.execute(text(sql), {**params, "asked": f" {asked} "})).all()

@@ -62,19 +62,18 @@ async def opening_chunks(
     services: Services, scope: SearchScope, document_ids: Sequence[uuid.UUID]
 ) -> list[RetrievedChunk]:
     """The first chunk of each of ``document_ids`` that ``scope`` shows, in that order, as
-    citable retrieved chunks (layer ``document_opening``)."""
+    citable retrieved chunks (layer ``document_opening``); :func:`fetch_chunks` keeps only
+    the visible ones."""
     if not document_ids:
         return []
-    visible, params = scope.visible_documents_sql()
     async with services.engine.connect() as conn:
         rows = (
             await conn.execute(
                 text(
-                    f"WITH visible AS ({visible}) SELECT c.id, c.document_id FROM child_chunks c "
-                    "WHERE c.document_id = ANY(:docs) AND c.chunk_index = 0 "
-                    "AND c.document_id IN (SELECT id FROM visible)"
+                    "SELECT id, document_id FROM child_chunks "
+                    "WHERE document_id = ANY(:docs) AND chunk_index = 0"
                 ),
-                {**params, "docs": list(document_ids)},
+                {"docs": list(document_ids)},
             )
         ).all()
         first = {row.document_id: row.id for row in rows}

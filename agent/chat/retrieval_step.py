@@ -86,7 +86,7 @@ def _payloads(
     payloads += [chunk_payload(c, preview, opening_body(c)) for c in openings]
     ids = {p["id"] for p in payloads}
     return payloads + [
-        chunk_payload(c, settings.citation_preview_chars, built.bodies[c.citation_id])
+        chunk_payload(c, preview, built.bodies[c.citation_id])
         for c in built.chunks
         if c.citation_id not in ids
     ]
