@@ -37,6 +37,7 @@ async def services(settings):
     from agent.services import close_services, get_services
 
     svc = await get_services()
+    _remember_embeddings(svc.embeddings.embedder)
     yield svc
     await close_services()
     import psycopg
@@ -50,6 +51,33 @@ async def services(settings):
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEST_DB))
             )
+
+
+def _remember_embeddings(embedder) -> None:
+    """Embed each distinct text once per test session: the books are ingested by many tests
+    (for users that must not see each other's data) and embedding them is most of the
+    suite's time on 2 cores. The local embedder embeds texts one at a time, so a remembered
+    vector is exactly the one it would compute again."""
+    embed_one = getattr(embedder, "_embed_one", None)
+    if embed_one is None:  # a hosted embedder: nothing to spare
+        return
+    import threading
+
+    import numpy as np
+
+    remembered: dict[str, np.ndarray] = {}  # float32, as the embedder makes them
+    lock = threading.Lock()
+
+    def embed_once(text: str, session=None) -> list[float]:
+        with lock:
+            vector = remembered.get(text)
+        if vector is None:
+            vector = np.asarray(embed_one(text, session), dtype=np.float32)
+            with lock:
+                remembered[text] = vector
+        return vector.tolist()
+
+    embedder._embed_one = embed_once
 
 
 @pytest.fixture
