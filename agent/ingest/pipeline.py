@@ -1,7 +1,9 @@
 """Ingestion: parse -> chunk -> embed and store, batch by batch, in one transaction.
 
 Re-ingesting identical content is a no-op reported as a duplicate; ingesting a changed
-file from the same source replaces the old document in the same transaction.
+file from the same source, or the same bytes that now parse to other text (a reader fixed
+since), replaces the old document in the same transaction, its shares, chats and
+corrections moved to the new one.
 """
 
 from __future__ import annotations
@@ -229,9 +231,15 @@ async def ingest_parsed(
     :class:`EmbedderUnavailable` when the embedding model fails (nothing is stored).
     """
     started = time.perf_counter()
+    text_digest = _text_hash(parsed.text)
     async with services.engine.connect() as conn:
         existing = await documents.find_by_hash(conn, user_id, digest)
-    if existing:
+        # the same bytes parsed to other text (a reader fixed since, e.g. PDF hyphens): the
+        # new parse replaces the stored one rather than being a duplicate of it
+        reparsed = existing is not None and (
+            await documents.parsed_text_hash(conn, existing.id) != text_digest
+        )
+    if existing and not reparsed:
         return _duplicate(existing, started, source_uri)
 
     doc_id = uuid.uuid4()
@@ -259,7 +267,7 @@ async def ingest_parsed(
         source_uri=source_uri,
         filename=filename,
         page_count=parsed.page_count,
-        metadata={**parsed.metadata, "redactions": plan.redactions},
+        metadata={**parsed.metadata, "redactions": plan.redactions, "text_hash": text_digest},
         tags=list(tags or []),
         encoding=parsed.encoding,
         summary_status="pending" if parents else "none",
@@ -267,9 +275,15 @@ async def ingest_parsed(
     status: Literal["ingested", "replaced"] = "ingested"
     try:
         async with services.engine.begin() as conn:
-            previous = (
-                await documents.find_by_source(conn, user_id, source_uri) if source_uri else None
-            )
+            if reparsed:
+                previous = existing
+                await documents.release_content_hash(conn, user_id, existing.id)
+            else:
+                previous = (
+                    await documents.find_by_source(conn, user_id, source_uri)
+                    if source_uri
+                    else None
+                )
             await documents.insert_document_row(conn, new_doc, parents)
             await _embed_and_store(services, conn, doc_id, plan, progress)
             timings["embed"], mark = time.perf_counter() - mark, time.perf_counter()
@@ -278,6 +292,7 @@ async def ingest_parsed(
             # the replaced document goes last, so its owner's term counts (which the delete
             # updates) stay locked only while this transaction finishes
             if previous is not None:
+                await documents.move_references(conn, user_id, previous.id, doc_id)
                 await documents.delete_document(conn, user_id, previous.id)
                 status = "replaced"
             await documents.finish_document(conn, doc_id)

@@ -1,6 +1,7 @@
 """Ingestion and retrieval against the real embedded Postgres + pgvector."""
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import text
@@ -102,6 +103,72 @@ async def test_changed_file_replaces_document_and_delete_removes_everything(
         )
         assert left == 0, table
     assert await hybrid_search(services, SearchScope(user_id=user.id), "launch code word", 5) == []
+
+
+async def test_the_same_bytes_parsed_anew_replace_the_old_parse_and_keep_what_refers_to_it(
+    services, new_user, monkeypatch
+):
+    """A file stored by an older reader (here: one that joined "dual-encoder" into
+    "dualencoder") is re-read when its bytes come again: the new parse replaces the stored
+    one, and its shares, chats and corrections follow it. The same parse again is a
+    duplicate."""
+    import agent.ingest.pipeline as pipeline
+    from agent.db import chats, corrections, sharing
+
+    owner, reader = await new_user("reparse"), await new_user("reparse-reader")
+    data = b"The retriever uses a dual-encoder. Each passage is embedded once.\n"
+    real_parse = pipeline.parse_bytes
+
+    def older_reader(*args, **kwargs):
+        parsed = real_parse(*args, **kwargs)
+        joined = [
+            replace(p, text=p.text.replace("dual-encoder", "dualencoder"))
+            for p in parsed.paragraphs
+        ]
+        return replace(parsed, paragraphs=joined)
+
+    monkeypatch.setattr(pipeline, "parse_bytes", older_reader)
+    old = await ingest_bytes(services, owner.id, data, "dpr.txt")
+    monkeypatch.undo()
+    chat_id = uuid.uuid4()
+    async with services.engine.begin() as conn:
+        await sharing.grant(conn, old.document_id, reader.id)
+        await chats.ensure_chat(conn, owner.id, chat_id)
+        await conn.execute(
+            text("UPDATE chats SET document_id = :d WHERE id = :c"),
+            {"d": old.document_id, "c": chat_id},
+        )
+        await corrections.add_correction(
+            conn, owner.id, "It is a bi-encoder.", document_id=old.document_id
+        )
+
+    new = await ingest_bytes(services, owner.id, data, "dpr.txt")
+    assert new.status == "replaced" and new.document_id != old.document_id
+    for table in ("documents", "child_chunks"):
+        column = "id" if table == "documents" else "document_id"
+        assert not await _count(
+            services, f"SELECT count(*) FROM {table} WHERE {column} = :d", d=old.document_id
+        ), table
+    stored = await _count(
+        services,
+        "SELECT count(*) FROM child_chunks WHERE document_id = :d AND text LIKE '%dual-encoder%'",
+        d=new.document_id,
+    )
+    assert stored == new.chunks > 0
+    # the share, the chat about it and the owner's correction now refer to the new parse
+    for table, who in (("document_access", reader), ("chats", owner), ("corrections", owner)):
+        moved = await _count(
+            services,
+            f"SELECT count(*) FROM {table} WHERE document_id = :d AND user_id = :u",
+            d=new.document_id,
+            u=who.id,
+        )
+        assert moved == 1, table
+    hits = await hybrid_search(services, SearchScope(user_id=reader.id), "dual-encoder", 5)
+    assert [h.record.document_id for h in hits] == [new.document_id]
+
+    again = await ingest_bytes(services, owner.id, data, "dpr.txt")
+    assert (again.status, again.document_id) == ("duplicate", new.document_id)
 
 
 async def test_retrieval_is_isolated_between_users(services, alice_reader, new_user):
