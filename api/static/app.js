@@ -343,7 +343,9 @@ async function onUpload(ev) {
     const message =
       outcome === "duplicate"
         ? `Already in your library: \u201c${name}\u201d.`
-        : `Added \u201c${name}\u201d.`;
+        : outcome === "replaced"
+          ? `Updated \u201c${name}\u201d: it was read again.`
+          : `Added \u201c${name}\u201d.`;
     setUploadProgress(100, message);
     toast(message);
     form.reset();
