@@ -21,12 +21,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.config import Settings
-from agent.db import chats, documents
+from agent.db import chats, documents, replacement
 from agent.db.documents import NewChildChunk, NewDocument, NewParentChunk
 from agent.ingest.chunking import ChunkDraft, chunk_document
 from agent.ingest.detect import detect_document_type
 from agent.ingest.document import Paragraph, usable_author
-from agent.ingest.parse import SUPPORTED_TYPES, ParsedDocument, UnreadableDocument, parse_bytes
+from agent.ingest.parse import ParsedDocument, UnreadableDocument, parse_bytes
 from agent.ingest.sanitize import Sensitivity, pii_density, sanitize_text, sensitivity_level
 from agent.models import EmbedderUnavailable
 from agent.services import Services
@@ -237,7 +237,7 @@ async def ingest_parsed(
         # the same bytes parsed to other text (a reader fixed since, e.g. PDF hyphens): the
         # new parse replaces the stored one rather than being a duplicate of it
         reparsed = existing is not None and (
-            await documents.parsed_text_hash(conn, existing.id) != text_digest
+            await replacement.parsed_text_hash(conn, existing.id) != text_digest
         )
     if existing and not reparsed:
         return _duplicate(existing, started, source_uri)
@@ -277,7 +277,7 @@ async def ingest_parsed(
         async with services.engine.begin() as conn:
             if reparsed:
                 previous = existing
-                await documents.release_content_hash(conn, user_id, existing.id)
+                await replacement.release_content_hash(conn, user_id, existing.id)
             else:
                 previous = (
                     await documents.find_by_source(conn, user_id, source_uri)
@@ -292,7 +292,7 @@ async def ingest_parsed(
             # the replaced document goes last, so its owner's term counts (which the delete
             # updates) stay locked only while this transaction finishes
             if previous is not None:
-                await documents.move_references(conn, user_id, previous.id, doc_id)
+                await replacement.move_references(conn, user_id, previous.id, doc_id)
                 await documents.delete_document(conn, user_id, previous.id)
                 status = "replaced"
             await documents.finish_document(conn, doc_id)
@@ -386,20 +386,3 @@ async def ingest_file(
         source_uri=str(path.resolve()),
         progress=progress,
     )
-
-
-def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files named directly, plus every supported file below named folders (sorted)."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file() and p.suffix.lower() in SUPPORTED_TYPES
-                )
-            )
-        else:
-            found.append(path)
-    return found

@@ -16,7 +16,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.ingest.document import ParsedDocument, UnreadableDocument
-from agent.ingest.parse import parse_bytes
+from agent.ingest.parse import SUPPORTED_TYPES, parse_bytes
 from agent.ingest.pipeline import IngestResult, Progress, ingest_bytes, ingest_file, ingest_parsed
 from agent.ingest.pipeline import content_hash as bytes_hash
 from agent.ingest.sanitize import sanitize_text
@@ -228,3 +228,20 @@ async def ingest_transcript(
 def _safe_stem(title: str) -> str:
     stem = "".join(c if c.isalnum() or c in "-_ " else "_" for c in title.strip())[:80]
     return stem.strip() or "pasted"
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files named directly, plus every supported file below named folders (sorted)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and p.suffix.lower() in SUPPORTED_TYPES
+                )
+            )
+        else:
+            found.append(path)
+    return found

@@ -40,7 +40,7 @@ def _stdin_request(data: bytes, title: str | None) -> dict:
 
 def _requests(sources: list[str], title: str | None) -> list[Request]:
     """Every source to ingest, in order: stdin, URLs, then the files (folders expanded)."""
-    from agent.ingest.pipeline import expand_paths
+    from agent.ingest.sources import expand_paths
 
     requests: list[Request] = []
     if "-" in sources:
