@@ -80,6 +80,17 @@ def _remember_embeddings(embedder) -> None:
     embedder._embed_one = embed_once
 
 
+@pytest.fixture(scope="module", autouse=True)
+async def _no_background_work_after_the_module():
+    """Cancel what a module's chat turns left running in the background (their chat
+    summaries on the local model): a test that needs it waits for it itself, and otherwise
+    it would take the model from the next modules' tests, and their timings with it."""
+    yield
+    from tests.support.background import cancel_background
+
+    await cancel_background()
+
+
 @pytest.fixture
 async def client(services):
     """An httpx client on the real FastAPI app, in process."""

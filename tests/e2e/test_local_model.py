@@ -11,6 +11,7 @@ from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import cited_ids
 from graphs.chat import graph
 from graphs.context import Context
+from tests.support.background import cancel_background
 
 pytestmark = pytest.mark.local_model
 
@@ -213,14 +214,13 @@ async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_excha
     from langchain_core.messages import AIMessage, SystemMessage
 
     from agent import prompts
-    from agent.chat.finished_turn import wait_for_background
     from agent.config import Settings
     from agent.model_server.warm import warm_prompt_cache
     from agent.models import achat_model
 
     # earlier tests' chat summaries still writing would share the model with these calls
     # (a yielded call's tokens land in llama.cpp's counters, which the usage reads)
-    await wait_for_background()
+    await cancel_background()
     settings = Settings()
     model = await achat_model("local", settings, 0.0)
     assert await asyncio.to_thread(warm_prompt_cache, model.server_url, settings) == 6
@@ -250,13 +250,12 @@ async def test_a_warmed_book_overview_reads_only_the_question(services, new_user
     """A book's overview opening, warmed as a server does when the summary is written,
     leaves only the request to read when its summary is asked for."""
     from agent.chat.books import Book
-    from agent.chat.finished_turn import wait_for_background
     from agent.chat.overview import overview_openings, overview_prompt
     from agent.db import summaries
     from agent.model_server.warm import warm_openings
     from agent.models import achat_model
 
-    await wait_for_background()  # as above: no earlier turn's summary shares the model
+    await cancel_background()  # as above: no earlier turn's summary shares the model
     user = await new_user("warm-overview")
     body = "The lamplighter Ines climbs the harbour tower each dusk to light its lamp. " * 4
     found = await ingest_bytes(services, user.id, body.encode(), "lamplighter.txt")
