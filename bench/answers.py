@@ -33,8 +33,10 @@ book prepared by :mod:`bench.answers_book`, the figures made by :mod:`bench.answ
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -58,7 +60,7 @@ from bench.answers_turn import ask_once
 from bench.answers_usage import UsageCollector, collect_usage
 from bench.common import database_settings, opened_services
 from bench.progress import Log, quiet
-from bench.prompt_speed import raw_prompt_speed
+from bench.prompt_speed import raw_prompt_speed, raw_read_seconds
 
 __all__ = [
     "BENCH_DATABASE",
@@ -158,9 +160,11 @@ async def _ask_all(
     web: bool,
     log: Log,
     prompt_speed: float | None = None,
+    raw_read: Callable[[int, int], Awaitable[float | None]] | None = None,
 ) -> tuple[list[QuestionFigures], dict[str, str]]:
     """Ask every path's questions ``repeat`` times; the rows, and the paths skipped (why).
-    ``prompt_speed``: the model's raw prompt tokens/s, for each TTFT's floor."""
+    ``prompt_speed``: the model's raw prompt tokens/s, for each TTFT's floor; ``raw_read``:
+    ``(cached, read) ->`` seconds the same read takes done bare."""
     rows: list[QuestionFigures] = []
     skipped: dict[str, str] = {}
     for path, asked in questions.items():
@@ -172,7 +176,11 @@ async def _ask_all(
             for run in range(repeat):
                 turn_context = await _in_chat_of(graph, context, question)
                 got = await ask_once(graph, question, turn_context)
-                row = question_figures(path, question, run, expected, got, prompt_speed)
+                read = int(got.get("tokens_read") or 0)
+                bare = None
+                if raw_read and read and got["streamed"]:
+                    bare = await raw_read(max(got["tokens_in"] - read, 0), read)
+                row = question_figures(path, question, run, expected, got, prompt_speed, bare)
                 rows.append(row)
                 log(describe(row))
     return rows, skipped
@@ -191,7 +199,9 @@ def _notes(rows: list[QuestionFigures], summary: dict, llm_summaries: bool) -> l
         "questions asked one after another, each in a fresh chat (a follow-up in its "
         "opener's, at once: the opener's chat summary still being written), book in scope",
         "floor: the tokens a turn's model calls read before the first answer token (the "
-        "prefix cache held the rest) at llama.cpp's raw prompt speed, measured in this run",
+        "prefix cache held the rest) at llama.cpp's raw prompt speed, measured in this run; "
+        "bare read: the same read (as many new tokens after as long a cached prefix) sent "
+        "to the model with nothing in front, a floor for short reads",
         "TTFT: first streamed answer token; direct streams none (TTFT = answer ready)",
         "tokens: every model call of the turn; background conversation-summary update apart",
     ]
@@ -233,7 +243,16 @@ async def bench_answers(
         web = web_search_available(services.settings)
         context = Context(user=user, book=str(document_id), chat_model=model)
         load_before = list(os.getloadavg())
-        rows, skipped = await _ask_all(graph, context, questions, repeat, web, log, speed)
+        rows, skipped = await _ask_all(
+            graph,
+            context,
+            questions,
+            repeat,
+            web,
+            log,
+            speed,
+            functools.partial(raw_read_seconds, model, services.settings),
+        )
         load_after = list(os.getloadavg())
         async with services.engine.connect() as conn:
             database = (await conn.execute(text("SELECT current_database()"))).scalar()

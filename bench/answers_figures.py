@@ -64,6 +64,10 @@ class QuestionFigures:
     floor_s: float | None = None
     """The physical floor of the TTFT: ``tokens_read`` at llama.cpp's raw prompt speed."""
     ttft_over_floor: float | None = None
+    raw_read_s: float | None = None
+    """The same read done bare (:func:`bench.prompt_speed.raw_read_seconds`): the floor for a
+    short read, which runs below the raw speed of a long prompt."""
+    ttft_over_raw_read: float | None = None
 
 
 @dataclass
@@ -81,6 +85,8 @@ class PathFigures:
     route_matches: int = 0
     floor_p50_s: float | None = None
     ttft_over_floor_p50: float | None = None
+    raw_read_p50_s: float | None = None
+    ttft_over_raw_read_p50: float | None = None
     skipped: str | None = None
 
 
@@ -139,11 +145,14 @@ def question_figures(
     expected: tuple[str, str],
     got: dict,
     prompt_speed: float | None = None,
+    raw_read_s: float | None = None,
 ) -> QuestionFigures:
     """One asked question's row from what :func:`bench.answers_turn.ask_once` returned;
     ``expected``: the route and the answering node the path should take; ``prompt_speed``:
-    the model's raw prompt tokens/s (for the TTFT's floor)."""
+    the model's raw prompt tokens/s (for the TTFT's floor); ``raw_read_s``: the seconds the
+    same read took done bare."""
     floor, ratio = _floor(got, prompt_speed)
+    over_raw = round(got["ttft"] / raw_read_s, 3) if raw_read_s and got["streamed"] else None
     route, node = expected
     state = got["state"]
     answered_by = next((n for n in reversed(got["nodes"]) if n in ANSWER_NODES), None)
@@ -175,6 +184,8 @@ def question_figures(
         tokens_read=int(got.get("tokens_read") or 0),
         floor_s=floor,
         ttft_over_floor=ratio,
+        raw_read_s=raw_read_s if over_raw else None,
+        ttft_over_raw_read=over_raw,
     )
 
 
@@ -185,12 +196,15 @@ def describe(row: QuestionFigures) -> str:
         f"{'' if row.matches else ' (MISMATCH)'}; TTFT {row.ttft_s} s, "
         f"total {row.total_s} s, tokens {row.tokens_in}/{row.tokens_out}"
         + (f", read {row.tokens_read} (floor {row.floor_s} s)" if row.floor_s else "")
+        + (f", the same read bare {row.raw_read_s} s" if row.raw_read_s else "")
     )
 
 
 def _path_figures(path: str, rows: list[QuestionFigures]) -> PathFigures:
     floors = [r.floor_s for r in rows if r.floor_s is not None]
     ratios = [r.ttft_over_floor for r in rows if r.ttft_over_floor is not None]
+    raws = [r.raw_read_s for r in rows if r.raw_read_s is not None]
+    over_raws = [r.ttft_over_raw_read for r in rows if r.ttft_over_raw_read is not None]
     return PathFigures(
         path=path,
         questions=len({r.question for r in rows}),
@@ -203,6 +217,8 @@ def _path_figures(path: str, rows: list[QuestionFigures]) -> PathFigures:
         route_matches=sum(r.matches for r in rows),
         floor_p50_s=_p50(floors) if floors else None,
         ttft_over_floor_p50=_p50(ratios) if ratios else None,
+        raw_read_p50_s=_p50(raws) if raws else None,
+        ttft_over_raw_read_p50=_p50(over_raws) if over_raws else None,
     )
 
 

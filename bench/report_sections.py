@@ -112,7 +112,7 @@ def _answers_md(r: dict) -> list[str]:
     rows = []
     for p in r["paths"]:
         if p["skipped"]:
-            rows.append([p["path"], p["questions"], f"skipped: {p['skipped']}", *[""] * 8])
+            rows.append([p["path"], p["questions"], f"skipped: {p['skipped']}", *[""] * 10])
             continue
         rows.append(
             [
@@ -121,6 +121,8 @@ def _answers_md(r: dict) -> list[str]:
                 p["ttft_p50_s"],
                 p.get("floor_p50_s") or "",
                 p.get("ttft_over_floor_p50") or "",
+                p.get("raw_read_p50_s") or "",
+                p.get("ttft_over_raw_read_p50") or "",
                 p["total_p50_s"],
                 before(p["path"], r["model"]),
                 p["total_max_s"],
@@ -129,13 +131,15 @@ def _answers_md(r: dict) -> list[str]:
                 f"{p['route_matches']}/{p['runs']}",
             ]
         )
-    headers = ["path", "questions", "TTFT p50 s", "floor p50 s", "TTFT/floor", "total p50 s"]
+    headers = ["path", "questions", "TTFT p50 s", "floor p50 s", "TTFT/floor"]
+    headers += ["bare read p50 s", "TTFT/bare read", "total p50 s"]
     headers += ["before: TTFT / total", "total max s"]
     return [
         f"Model `{r['model']}`, book {r['book']['title']} ({r['book']['chunks']} chunks); "
         f"global summary by the {r['summary']['writer']} writer; raw prompt speed "
         f"{r.get('prompt_tokens_per_s')} tokens/s (the floor: tokens read before the first "
-        "answer token at that speed).",
+        "answer token at that speed; the bare read: the same read sent to the model with "
+        "nothing in front, the floor of a short read).",
         markdown_table([*headers, "tokens in", "tokens out", "routed as expected"], rows),
         f"Load average {r['load_avg_before']} before, {r['load_avg_after']} after.",
     ]

@@ -24,6 +24,8 @@ def _answers_table(figures) -> Table:
         "TTFT p50 s",
         "floor p50 s",
         "TTFT/floor",
+        "bare read p50 s",
+        "TTFT/bare read",
         "total p50 s",
         "before: TTFT / total",
         "total max s",
@@ -35,7 +37,7 @@ def _answers_table(figures) -> Table:
     )
     for p in figures.paths:
         if p.skipped:
-            table.add_row(p.path, str(p.questions), f"skipped: {p.skipped}", *[""] * 8)
+            table.add_row(p.path, str(p.questions), f"skipped: {p.skipped}", *[""] * 10)
             continue
         table.add_row(
             p.path,
@@ -43,6 +45,8 @@ def _answers_table(figures) -> Table:
             str(p.ttft_p50_s),
             str(p.floor_p50_s or ""),
             str(p.ttft_over_floor_p50 or ""),
+            str(p.raw_read_p50_s or ""),
+            str(p.ttft_over_raw_read_p50 or ""),
             str(p.total_p50_s),
             before(p.path, figures.model),
             str(p.total_max_s),

@@ -86,3 +86,19 @@ def test_the_floor_is_the_tokens_read_at_the_raw_prompt_speed():
     [path] = path_figures({"hybrid": ["Who is Dinah?"]}, [row], {})
     assert (path.floor_p50_s, path.ttft_over_floor_p50) == (2.0, 1.15)
     assert before("hybrid", "local") == "7.9 / 10.0" and before("hybrid", "extractive") == ""
+    # beside it, the same read done bare: a short read's own floor
+    bare = question_figures("hybrid", "Who is Dinah?", 0, ("hybrid", "generate"), got, 50.0, 2.0)
+    assert (bare.raw_read_s, bare.ttft_over_raw_read, bare.floor_s) == (2.0, 1.15, 2.0)
+    [path] = path_figures({"hybrid": ["Who is Dinah?"]}, [bare, row], {})
+    assert (path.raw_read_p50_s, path.ttft_over_raw_read_p50) == (2.0, 1.15)
+    direct = question_figures(
+        "direct", "Name?", 0, ("direct", "direct"), {**got, "streamed": False}, 50.0, 2.0
+    )
+    assert direct.raw_read_s is None and direct.ttft_over_raw_read is None
+
+
+async def test_the_bare_read_is_only_measured_on_the_local_model(settings):
+    from bench.prompt_speed import raw_read_seconds
+
+    assert await raw_read_seconds("extractive", settings, cached=400, read=60) is None
+    assert await raw_read_seconds("local", settings, cached=400, read=0) is None
