@@ -37,17 +37,7 @@ async def raw_prompt_speed(model: str, settings: Settings, rounds: int = 3) -> f
     best = 0.0
     for n in range(rounds):
         prompt = f"[{uuid.uuid4().hex}]\n{_probe_text(n)}\n\nReply with the single word OK."
-        started = time.perf_counter()
-        first: float | None = None
-        read = 0
-        async for chunk in chat.astream([HumanMessage(prompt)], max_tokens=1):
-            if first is None and chunk.content:
-                first = time.perf_counter() - started
-            usage = chunk.usage_metadata
-            if usage:
-                cached = (usage.get("input_token_details") or {}).get("cache_read") or 0
-                read = usage.get("input_tokens", 0) - cached
-        elapsed = first if first is not None else time.perf_counter() - started
+        elapsed, read = await _first_token(chat, [HumanMessage(prompt)])
         if read and elapsed:
             best = max(best, read / elapsed)
     return round(best, 1) or None
