@@ -10,8 +10,8 @@ from sqlalchemy import text
 
 from agent.web_search import web_search_available
 from bench.eval_routing import ROUTING_SET, evaluate_routing, load_routing_set
-from tests.support.paths import ALICE
 from tests.support.programs import quire
+from tests.support.samples import alice_chapters
 
 READER = "routing-reader"
 """The user owning the set's books (the LangGraph server test uses the same ingestion)."""
@@ -60,11 +60,8 @@ async def test_routing_accuracy_with_the_default_setup(services):
 async def test_cli_prints_accuracy_per_class_in_a_throw_away_database(services, tmp_path):
     """``quire eval routing --json`` in its own process on a small set (two chapters of
     Alice), in a fresh database it drops afterwards; exit 0 and the figures per class."""
-    lines = ALICE.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER I.")
-    end = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER III.")
     book = tmp_path / "alice-1-2.txt"
-    book.write_text("\n".join(lines[start:end]), encoding="utf-8")
+    book.write_text(alice_chapters("CHAPTER I.", "CHAPTER III."), encoding="utf-8")
     rows = [
         ("What is your name?", "name", "direct"),
         ("thanks!", "small_talk", "general"),

@@ -27,6 +27,7 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.support.paths import ALICE
+from tests.support.samples import alice_chapters
 
 pytestmark = pytest.mark.browser
 
@@ -87,11 +88,8 @@ async def browser(chromium):
 
 def small_book() -> bytes:
     """Title, author and chapters I-II of Alice in Wonderland (about 25 kB)."""
-    lines = ALICE.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER I.")
-    end = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER III.")
     head = "Alice’s Adventures in Wonderland\n\nby Lewis Carroll\n\n\n"
-    return (head + "\n".join(lines[start:end]) + "\n").encode("utf-8")
+    return (head + alice_chapters("CHAPTER I.", "CHAPTER III.") + "\n").encode("utf-8")
 
 
 async def make_reader(services) -> dict:

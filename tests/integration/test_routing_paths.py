@@ -18,7 +18,7 @@ from agent.ingest.pipeline import ingest_bytes
 from agent.web_search import WebResult
 from graphs.chat import graph
 from graphs.context import Context
-from tests.support.paths import ALICE
+from tests.support.samples import alice_chapters
 
 CAUCUS = "Who won the Caucus-race?"
 
@@ -33,11 +33,8 @@ async def caucus_reader(services):
     asked in a new chat."""
     from agent.library.accounts import resolve_user
 
-    lines = ALICE.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER III.")
-    end = next(i for i, ln in enumerate(lines) if ln.strip() == "CHAPTER IV.")
     user = await resolve_user(services, f"caucus-{uuid.uuid4().hex[:6]}")
-    chapter = "\n".join(lines[start:end]).encode()
+    chapter = alice_chapters("CHAPTER III.", "CHAPTER IV.").encode()
     await ingest_bytes(services, user.id, chapter, "alice-3.txt", title="Alice chapter III")
     return user
 

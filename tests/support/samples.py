@@ -85,3 +85,14 @@ EXAM = "\n\n".join(
         "Answer: The pilot card, countersigned by the master.",
     ]
 )
+
+
+def alice_chapters(first: str, last: str) -> str:
+    """Alice in Wonderland from the heading ``first`` ("CHAPTER I.") up to, not including,
+    the heading ``last``: a real book's text, a fraction of the time to embed."""
+    from tests.support.paths import ALICE
+
+    lines = ALICE.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == first)
+    end = next(i for i, ln in enumerate(lines) if ln.strip() == last)
+    return "\n".join(lines[start:end])
