@@ -10,14 +10,19 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
-async def parsed_text_hash(conn: AsyncConnection, document_id: uuid.UUID) -> str | None:
-    """The hash of the text a stored document was parsed to (``None``: stored before it was
-    recorded)."""
-    return (
+async def parsed_differently(
+    conn: AsyncConnection, document_id: uuid.UUID, text_hash: str, chars: int
+) -> bool:
+    """Whether a stored document was parsed to other text than ``text_hash`` (``chars``
+    long). A document stored before the hash was kept is compared by its length: a reader
+    fix changes it (a hyphen kept, a line joined), and an unchanged file is not re-read."""
+    stored, stored_chars = (
         await conn.execute(
-            text("SELECT metadata->>'text_hash' FROM documents WHERE id = :d"), {"d": document_id}
+            text("SELECT metadata->>'text_hash', char_count FROM documents WHERE id = :d"),
+            {"d": document_id},
         )
-    ).scalar()
+    ).one()
+    return stored != text_hash if stored else stored_chars != chars
 
 
 async def release_content_hash(

@@ -236,8 +236,8 @@ async def ingest_parsed(
         existing = await documents.find_by_hash(conn, user_id, digest)
         # the same bytes parsed to other text (a reader fixed since, e.g. PDF hyphens): the
         # new parse replaces the stored one rather than being a duplicate of it
-        reparsed = existing is not None and (
-            await replacement.parsed_text_hash(conn, existing.id) != text_digest
+        reparsed = existing is not None and await replacement.parsed_differently(
+            conn, existing.id, text_digest, len(parsed.text)
         )
     if existing and not reparsed:
         return _duplicate(existing, started, source_uri)

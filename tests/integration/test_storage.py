@@ -171,6 +171,33 @@ async def test_the_same_bytes_parsed_anew_replace_the_old_parse_and_keep_what_re
     assert (again.status, again.document_id) == ("duplicate", new.document_id)
 
 
+async def test_a_document_stored_before_parse_hashes_is_read_again_only_when_its_length_changed(
+    services, new_user
+):
+    """Rows from before the parsed text's hash was kept are compared by length, so an
+    unchanged file is not embedded again on every upload."""
+    user = await new_user("legacy")
+    data = b"The lighthouse keeper logs the weather at dawn and at dusk.\n"
+    stored = await ingest_bytes(services, user.id, data, "log.txt")
+
+    async def as_before(char_count: int) -> None:
+        async with services.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "UPDATE documents SET metadata = metadata - 'text_hash', "
+                    "char_count = :n WHERE id = :d"
+                ),
+                {"d": stored.document_id, "n": char_count},
+            )
+
+    await as_before(len(data.decode().strip()))
+    same = await ingest_bytes(services, user.id, data, "log.txt")
+    assert (same.status, same.document_id) == ("duplicate", stored.document_id)
+    await as_before(len(data) + 7)  # an older reader made other text of the same bytes
+    fresh = await ingest_bytes(services, user.id, data, "log.txt")
+    assert fresh.status == "replaced" and fresh.document_id != stored.document_id
+
+
 async def test_retrieval_is_isolated_between_users(services, alice_reader, new_user):
     alice, _ = alice_reader
     bob = await new_user("bob")
