@@ -231,13 +231,14 @@ async def ingest_parsed(
     :class:`EmbedderUnavailable` when the embedding model fails (nothing is stored).
     """
     started = time.perf_counter()
-    text_digest = _text_hash(parsed.text)
+    whole = parsed.text  # joined from the paragraphs on every read
+    text_digest = _text_hash(whole)
     async with services.engine.connect() as conn:
         existing = await documents.find_by_hash(conn, user_id, digest)
         # the same bytes parsed to other text (a reader fixed since, e.g. PDF hyphens): the
         # new parse replaces the stored one rather than being a duplicate of it
         reparsed = existing is not None and await replacement.parsed_differently(
-            conn, existing.id, text_digest, len(parsed.text)
+            conn, existing.id, text_digest, len(whole)
         )
     if existing and not reparsed:
         return _duplicate(existing, started, source_uri)
@@ -261,7 +262,7 @@ async def ingest_parsed(
         sensitivity=plan.sensitivity,
         content_hash=digest,
         embedding_model=services.embeddings.name,
-        char_count=len(parsed.text),
+        char_count=len(whole),
         corpus=corpus,
         author=usable_author(parsed.author),
         source_uri=source_uri,
