@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences, names_in
+from agent.retrieval.citation_layout import citations_in_place, with_citation
 from agent.text import content_terms, folded_words
 
 CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
@@ -98,18 +99,6 @@ class _Passages:
         return best_id, *best
 
 
-def with_citation(sentence: str, cid: str) -> str:
-    """``sentence`` with ``cid`` at its end, before its full stop (after a closing quote)."""
-    stripped = sentence.rstrip()
-    trail = sentence[len(stripped) :]
-    end = len(stripped)
-    while end and stripped[end - 1] in ".!?\"'”’)":
-        end -= 1
-    if any(q in stripped[end:] for q in "\"”’'"):  # after a closing quote, not inside it
-        return f"{stripped} {cid}{trail}"
-    return f"{stripped[:end]} {cid}{stripped[end:]}{trail}"
-
-
 def _answer_words_elsewhere(
     ids: list[str], terms: set[str], asked: set[str], passages: _Passages
 ) -> str | None:
@@ -174,23 +163,6 @@ def _move(sentence: str, ids: list[str], to: str | None) -> str:
     return sentence
 
 
-_LEADING_IDS = re.compile(r"^\s*((?:#chk_[0-9a-f]{8}[\s,;:]*)+)")
-
-
-def _leading_ids_to_first_sentence(answer: str) -> str:
-    """An answer opening with bare ids (a small model echoing the passages' layout) has them
-    at the end of its first sentence instead, where the reader and the guard look."""
-    m = _LEADING_IDS.match(answer)
-    rest = answer[m.end() :] if m else ""
-    if not rest.strip():
-        return answer
-    first, *others = answer_sentences(rest)
-    ids = [i for i in cited_ids(m.group(1)) if i not in first]
-    if ids:
-        first = with_citation(first, " ".join(ids))
-    return first + "".join(others)
-
-
 def guard_citations(
     answer: str, chunks: Sequence[CitableChunk], min_support: int = 3, question: str = ""
 ) -> str:
@@ -198,7 +170,9 @@ def guard_citations(
 
     1. Normalise every spelling of an id to ``#chk_xxxxxxxx`` (a context id's bare hex in
        brackets too); drop ids not in the context and ``#chk_`` marks that are no id.
-    2. Ids opening the answer go to the end of its first sentence.
+    2. Ids go to the end of the sentence they belong to: ids on a line of their own join
+       the sentence above, ids opening a line or the answer its first sentence
+       (:func:`agent.retrieval.citation_layout.citations_in_place`).
     3. Per sentence: a citation whose chunk lacks a name or number the sentence states moves
        to the chunk that has more of them (:mod:`agent.retrieval.anchors`); one whose chunk
        shares far fewer content words with the sentence than another context chunk (at
@@ -221,7 +195,7 @@ def guard_citations(
     cleaned = tidy_spacing(cleaned).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)
     cleaned = re.sub(r"^[:;,]\s*", "", cleaned)  # what an id opening the answer left
-    cleaned = _leading_ids_to_first_sentence(cleaned)
+    cleaned = citations_in_place(cleaned)
     if not chunks:
         return cleaned
     passages = _Passages.of(chunks)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 from agent.retrieval.anchors import answer_sentences
-from agent.retrieval.citations import CITATION_RE, cited_ids, tidy_spacing, with_citation
+from agent.retrieval.citation_layout import with_citation
+from agent.retrieval.citations import CITATION_RE, cited_ids, tidy_spacing
 from agent.text import content_terms, folded_words
 
 _PLACE = (

@@ -266,3 +266,38 @@ def test_a_source_names_each_part_once():
     assert format_source(paper, "LayoutParser: a unified toolkit", None, 1) == f"{paper} (p. 1)"
     assert format_source("", "Results", "Results", None) == "Results"
     assert format_source("Report", "Results", "Report", 2) == "Report, Results, Report (p. 2)"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # ids on a paragraph of their own after the answer
+        ("Her cat is called Dinah.\n\n#chk_11111111", "Her cat is called Dinah #chk_11111111."),
+        # under a label, in brackets
+        ("Her cat is Dinah.\n\nCITATION: [chk_11111111]", "Her cat is Dinah #chk_11111111."),
+        ("Her cat is Dinah.\n**Sources:** #chk_11111111", "Her cat is Dinah #chk_11111111."),
+        # the same id twice in a row
+        ("Her cat is Dinah #chk_11111111 #chk_11111111.", "Her cat is Dinah #chk_11111111."),
+        # an id the sentence above already cites is not written again
+        ("Her cat is Dinah #chk_11111111.\n\n#chk_11111111", "Her cat is Dinah #chk_11111111."),
+        # a line opening with an id and a colon: the id goes to its first sentence
+        (
+            "Two cats:\n- #chk_22222222: The Cat sits on a branch. It grins.",
+            "Two cats:\n- The Cat sits on a branch #chk_22222222. It grins.",
+        ),
+        (
+            "Two cats:\n1. **#chk_11111111**: “our cat Dinah” is quiet.",
+            "Two cats:\n1. “our cat Dinah” is quiet #chk_11111111.",
+        ),
+    ],
+)
+def test_guard_puts_ids_at_the_end_of_the_sentence_they_belong_to(answer, expected):
+    assert guard_citations(answer, [DINAH, CHESHIRE]) == expected
+
+
+def test_guard_keeps_an_id_that_is_a_line_s_subject_and_the_paragraphs_after_ids():
+    # "#chk_… mentions that …" names the passage: taking the id away would lose the subject
+    answer = "Compared:\n2. #chk_22222222 mentions that the Cat grins."
+    assert guard_citations(answer, [DINAH, CHESHIRE]) == answer
+    moved = guard_citations("The Cat grins.\n\n#chk_22222222\n\nDinah is quiet.", [DINAH, CHESHIRE])
+    assert moved.startswith("The Cat grins #chk_22222222.\n\nDinah is quiet")
