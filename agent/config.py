@@ -171,9 +171,9 @@ class Settings(BaseSettings):
     max_children_per_parent: int = 1
     mmr_lambda: float = Field(
         default=0.5,
-        description="Relevance vs diversity of the chat context (1 = off). SciFact nDCG@10 "
-        "falls with it (RRF: 0.707 off, 0.659 at 0.5), but with the local model's 2-passage "
-        "context only 0.5 brings a second, different passage (Dinah, not two Cheshire Cats).",
+        description="Relevance vs diversity of the chat context (1 = off), the fused scores "
+        "min-max scaled over the pool. The answer was in the local model's 2-passage context "
+        "for 82 of 107 questions at 0.5, 81 at 0.7, 79 off (SciFact nDCG@10 falls with it).",
     )
     mmr_pool_factor: int = 4
     top_k_specific: int = 5

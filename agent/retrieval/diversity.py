@@ -37,14 +37,19 @@ def mmr_order(
 ) -> list[int]:
     """Indices of ``k`` items chosen by MMR: ``λ·relevance − (1−λ)·max cosine to chosen``.
 
-    ``relevance`` is rescaled to [0, 1] by its maximum so fused-rank scores and cosine
-    similarities are comparable; ``vectors`` are L2-normalised rows.
+    ``relevance`` (the fused scores) is min-max scaled to [0, 1] over the pool, so it spans
+    as much as the cosines it is weighed against: scaled by its maximum alone, RRF's
+    near-flat scores (1/61 … 1/68) left every pick after the first to redundancy, the
+    passage least like the first rather than the next best. Measured on 107 answerable
+    questions of three sets (local model's 2-passage context): the answer in the context
+    82 times against 75. ``vectors`` are L2-normalised rows.
     """
     n = len(relevance)
     if n == 0:
         return []
     rel = np.asarray(relevance, dtype=np.float64)
-    rel = rel / rel.max() if rel.max() > 0 else rel
+    spread = rel.max() - rel.min()
+    rel = (rel - rel.min()) / spread if spread > 0 else np.ones(n)
     sims = vectors @ vectors.T
     chosen = [int(np.argmax(rel))]
     while len(chosen) < min(k, n):

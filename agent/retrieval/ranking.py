@@ -200,16 +200,6 @@ async def last_resort(
 # --- diversity --------------------------------------------------------------------------------
 
 
-def mmr_relevance(chunks: list[RetrievedChunk], settings: Settings) -> list[float]:
-    """The relevance MMR weighs against redundancy. Adaptive fusion's scores spread over
-    [0, 1], so rescaled by their maximum they would outweigh redundancy far more than RRF's
-    near-flat scores do; its ranks are read as RRF reads ranks instead, so MMR trades
-    relevance for diversity alike under either fusion."""
-    if settings.fusion == "adaptive":
-        return [1.0 / (settings.rrf_k + rank) for rank in range(1, len(chunks) + 1)]
-    return [c.score for c in chunks]
-
-
 def diversify(
     chunks: list[RetrievedChunk], stored: dict[uuid.UUID, list[float]], k: int, settings: Settings
 ) -> list[RetrievedChunk]:
@@ -224,7 +214,7 @@ def diversify(
     if settings.mmr_lambda >= 1 or len(embedded) <= k or len(embedded) < len(pool):
         return pool[:k]
     vectors = np.array([unit(stored[c.record.id]) for c in embedded], dtype=np.float32)
-    order = mmr_order(mmr_relevance(embedded, settings), vectors, k, settings.mmr_lambda)
+    order = mmr_order([c.score for c in embedded], vectors, k, settings.mmr_lambda)
     return [embedded[i] for i in order]
 
 

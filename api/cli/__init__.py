@@ -20,7 +20,12 @@ from api.cli.users import users_app
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Quire: chat with your documents and books.", no_args_is_help=True)
+app = typer.Typer(
+    help="Quire: chat with your documents and books.",
+    no_args_is_help=True,
+    # docstrings are wrapped at 100 columns: markdown joins their lines into paragraphs
+    rich_markup_mode="markdown",
+)
 app.add_typer(users_app, name="users")
 app.command()(init)
 app.command()(ingest)

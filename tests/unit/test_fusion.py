@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from agent.retrieval.fusion import adaptive_fusion, min_max, relative_drop, weighted_rrf
@@ -66,12 +64,18 @@ def test_an_exhausted_list_keeps_near_ties_near_equal():
     assert dict(adaptive_fusion([(1.0, [full])], full_length=40))["d39"] == 0.0
 
 
-def test_mmr_weighs_adaptive_fusion_by_rank_as_it_weighs_rrf():
-    from agent.config import Settings
-    from agent.retrieval.ranking import mmr_relevance
+def test_mmr_takes_the_next_best_passage_unless_it_repeats_the_first():
+    import numpy as np
 
-    chunks = [SimpleNamespace(score=s) for s in (0.95, 0.40, 0.10)]
-    rrf_scores = mmr_relevance(chunks, Settings(fusion="rrf"))
-    assert rrf_scores == [0.95, 0.40, 0.10]
-    by_rank = mmr_relevance(chunks, Settings(fusion="adaptive", rrf_k=60))
-    assert by_rank == pytest.approx([1 / 61, 1 / 62, 1 / 63])
+    from agent.retrieval.diversity import mmr_order
+
+    # RRF-like scores of 8 candidates span ~0.002: scaled by the maximum alone, the last
+    # one (unlike the first) beat the second (a little like it) on redundancy alone
+    scores = [1 / (61 + i) for i in range(8)]
+    angles = [0.0, np.arccos(0.3)] + [np.arccos(0.2)] * 5 + [np.pi / 2]
+    vectors = np.array([[np.cos(a), np.sin(a)] for a in angles])
+    assert mmr_order(scores, vectors, 2, lambda_mult=0.5) == [0, 1]
+    # a second passage that repeats the first still gives way
+    repeats = np.array([[1.0, 0.0], [1.0, 0.0], [0.3, 0.954]])
+    assert mmr_order([3.0, 2.9, 2.8], repeats, 2, lambda_mult=0.5) == [0, 2]
+    assert mmr_order([0.4, 0.4], repeats[:2], 2, lambda_mult=0.5) == [0, 1]  # equal scores
