@@ -158,11 +158,32 @@ def focus_passages(
     }
 
 
+def _held(sentence: str, text: str) -> int:
+    """How many characters of ``sentence`` ``text`` holds: all of it, else the start it
+    ends with or the end it opens with (a sentence running across two chunks)."""
+    if sentence in text:
+        return len(sentence)
+    edge = min(24, len(sentence))
+    held = 0
+    at = text.rfind(sentence[:edge])
+    if at >= 0 and sentence.startswith(text[at:]):
+        held = len(text) - at
+    at = text.find(sentence[-edge:])
+    if at >= 0 and sentence.endswith(text[: at + edge]):
+        held = max(held, at + edge)
+    return held
+
+
 def _holder(sentence: str, pieces: Sequence[tuple[str, str]]) -> str:
-    """The citation id of the first piece whose text holds ``sentence`` (the first piece's
-    when none does: a sentence across two pieces, or cut at the window's edge)."""
+    """The citation id of the piece holding ``sentence``, or most of it when it runs across
+    two pieces (the first of equals; the first piece's when none holds any: a sentence cut
+    at the window's edge)."""
     core = sentence.strip(GAP + " ")
-    return next((cid for cid, text in pieces if core and core in text), pieces[0][0])
+    if not core:
+        return pieces[0][0]
+    held = [_held(core, text) for _, text in pieces]
+    best = max(range(len(pieces)), key=lambda i: (held[i], -i))
+    return pieces[best][0] if held[best] else pieces[0][0]
 
 
 def focus_by_holder(

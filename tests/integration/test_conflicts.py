@@ -49,13 +49,19 @@ async def _library(services, user) -> dict[str, uuid.UUID]:
 QUESTION = "When did the harbour bridge at Kestrel Bay open?"
 
 
-async def test_both_sides_survive_diversity_the_top_k_and_the_budget(services, new_user):
+async def test_both_sides_survive_diversity_the_top_k_and_the_budget(
+    services, new_user, monkeypatch
+):
     user = await new_user("conflicts")
     docs = await _library(services, user)
     scope = SearchScope(user_id=user.id)
     sides = {docs["a"], docs["b"]}
 
-    # near-identical passages: MMR keeps one of them and spends the other slot elsewhere
+    # near-identical passages: MMR weighted to diversity keeps one of them and spends the
+    # other slot elsewhere (at 0.5 the fillers are too far below to win the slot)
+    monkeypatch.setattr(
+        services, "settings", services.settings.model_copy(update={"mmr_lambda": 0.3})
+    )
     plain = await knowledge_search(
         services, scope, QUESTION, SearchOptions(k=2, keep_conflicts=False)
     )

@@ -45,7 +45,11 @@ async def test_every_focused_sentence_is_cited_to_the_chunk_that_holds_it(servic
             assert chunk.record.owner_id == user.id
             own = " ".join(chunk.record.text.split())
             for sentence in split_sentences(found.context.bodies[chunk.citation_id]):
-                assert sentence.strip(GAP + " ") in own, (question, chunk.citation_id, sentence)
+                core = sentence.strip(GAP + " ")
+                # a sentence running across two chunks: the one holding most of it
+                half = len(core) // 2
+                held = core in own or core[: half + 1] in own or core[half:] in own
+                assert held, (question, chunk.citation_id, sentence)
             if chunk.citation_id not in retrieved:  # a sibling: from a retrieved chunk's parent
                 siblings += 1
                 assert chunk.record.parent_id in parents

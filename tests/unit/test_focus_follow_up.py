@@ -97,6 +97,29 @@ def test_each_kept_sentence_goes_under_the_chunk_that_holds_it():
     assert both[0][1].endswith("worth the trouble.") and both[1][1].startswith("Suddenly")
 
 
+def test_a_sentence_across_two_chunks_goes_under_the_one_holding_most_of_it():
+    # the child boundary falls inside the watch sentence, near its end: most of it is in
+    # the sibling before the retrieved child, which holds only its last words
+    cut = POOL.index("and looked at it.")
+    sibling, child = POOL[:cut].strip(), POOL[cut:]
+    question = "What does the Rabbit take out of its waistcoat-pocket?"
+    runs = focus_by_holder(
+        question, {"#chk_c": POOL}, {"#chk_c": [("#chk_c", child), ("#chk_s", sibling)]}, hits=1
+    )
+    held = dict(runs["#chk_c"])
+    assert "took a watch out of its waistcoat-pocket, and looked at it." in held["#chk_s"]
+    # cut the other way (most of it in the retrieved child) it stays there
+    cut = POOL.index("took a watch")
+    runs = focus_by_holder(
+        question,
+        {"#chk_c": POOL},
+        {"#chk_c": [("#chk_c", POOL[cut:]), ("#chk_s", POOL[:cut].strip())]},
+        hits=1,
+        neighbours=0,
+    )
+    assert [cid for cid, _ in runs["#chk_c"]] == ["#chk_c"]
+
+
 NETHERFIELD = (
     "Mr. Bennet was among the earliest of those who waited on the new neighbour at last. "
     "He had always intended to visit him, though to the last always assuring his wife so. "
