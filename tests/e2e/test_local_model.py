@@ -32,12 +32,14 @@ async def test_local_model_answers_with_valid_citations(services, alice_reader):
 
 
 async def test_local_model_is_not_misled_by_the_cheshire_cat(services, alice_reader):
-    # The 1.5B model's prior says "the Cheshire Cat"; with the Cheshire passages as
-    # distractors in a 4-passage context it answered so 2 times in 3. Two diverse passages
-    # (MMR, one child per parent) keep it on the text.
+    # The 1.5B model's prior says "the Cheshire Cat", and the Cheshire passages rank first
+    # for any question about Alice's cat; with them as distractors in a 4-passage context it
+    # answered so 2 times in 3. Two passages (the best, then MMR's next best of another
+    # parent) keep Dinah's in the context and the model on the text. ("Who is Alice's cat?"
+    # ranks Dinah's passage 5th, below five of the Cat's: README, "A second passage".)
     user, _ = alice_reader
     state = await graph.ainvoke(
-        {"messages": [HumanMessage("Who is Alice's cat?")]},
+        {"messages": [HumanMessage("What is the name of Alice's cat?")]},
         context=Context(user=user.name, chat_model="local"),
     )
     async with services.engine.connect() as conn:
