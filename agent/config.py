@@ -169,12 +169,7 @@ class Settings(BaseSettings):
     keyword_weight: float = 0.5
     candidates_per_retriever: int = 40
     max_children_per_parent: int = 1
-    mmr_lambda: float = Field(
-        default=0.5,
-        description="Relevance vs diversity of the chat context (1 = off), the fused scores "
-        "min-max scaled over the pool. The answer was in the local model's 2-passage context "
-        "for 82 of 107 questions at 0.5, 81 at 0.7, 79 off (SciFact nDCG@10 falls with it).",
-    )
+    mmr_lambda: float = 0.5  # relevance (fused scores, min-max scaled) vs diversity; 1 = off
     mmr_pool_factor: int = 4
     top_k_specific: int = 5
     threshold_specific: float = 0.7
@@ -183,6 +178,8 @@ class Settings(BaseSettings):
     top_k_deep: int = 15
     threshold_deep: float = 0.6
     threshold_fallback: float = 0.3
+    # once a chunk clears the path's threshold, the fused ranking fills down to this similarity
+    threshold_admitted_floor: float = 0.5
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     bm25_full_list_postings: int = Field(
