@@ -178,7 +178,7 @@ class Settings(BaseSettings):
     top_k_deep: int = 15
     threshold_deep: float = 0.6
     threshold_fallback: float = 0.3
-    # once a chunk clears the path's threshold, the fused ranking fills down to this similarity
+    # hosted models: once a chunk clears the threshold, the fused ranking fills down to this
     threshold_admitted_floor: float = 0.5
     bm25_k1: float = 1.2
     bm25_b: float = 0.75

@@ -52,7 +52,8 @@ def search_mode(state: Mapping[str, Any]) -> str:
 def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None) -> SearchOptions:
     """Path C searches deeper, broad questions wider (more passages, a lower threshold,
     across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
-    for the CPU model); each with its own threshold. ``top_k`` overrides the count."""
+    for the CPU model); each with its own threshold, which a hosted model's search fills
+    past down to ``threshold_admitted_floor``. ``top_k`` overrides the count."""
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
@@ -63,6 +64,8 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
         query_type=mode,
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
+        # more passages cost the CPU model seconds before its first token (ranking.py)
+        admitted_floor=None if spec == "local" else settings.threshold_admitted_floor,
     )
 
 

@@ -127,16 +127,19 @@ def apply_layers(
     options: SearchOptions,
     low_threshold: float,
     keyword_failed: bool,
-    admitted_floor: float | None = None,
 ) -> tuple[Layer, Scored]:
     """The first fallback layer (seed 000) that yields chunks, with those chunks.
 
-    The threshold admits the question: when some chunk clears it, the layer's chunks are
-    the fused ranking's down to ``admitted_floor`` (when lower), as seeds 002-003 gate RAG
-    on the best hit's score. The small embedder's cosines sit close together (0.5-0.75),
-    and as a per-chunk filter the threshold dropped the fused ranking's best passage at
-    0.69 for lesser ones at 0.70: the answer was in the local model's context for 82 of
-    107 questions that way, 91 with a 0.5 floor (0.3: 89, 0.6: 88)."""
+    With ``options.admitted_floor`` the threshold admits the question, as seeds 002-003 gate
+    RAG on the best hit's score: once a chunk clears it, the fused ranking fills the layer
+    down to that floor. The small embedder's cosines sit close together (0.5-0.75), and as
+    a filter the threshold can drop the fused best at 0.69 for lesser chunks at 0.70.
+    Measured on 107 answerable questions with the local model's context: the answer in it
+    82 times as a filter, 91 filled down to 0.5 (0.3: 89, 0.6: 88; as many chunks as clear
+    the threshold, from the fused ranking: 89), for ~100 more prompt tokens a turn and
+    ~200 more on a follow-up (new passages, not the cached ones: 1.1 -> 3.7 s to the first
+    token on 2 cores). So hosted models fill, the local model filters
+    (``agent.chat.retrieval_step._search_options``)."""
     first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
     if options.threshold is None:
         return (first if scored else "none"), scored
@@ -147,7 +150,7 @@ def apply_layers(
     threshold = options.threshold
     if options.mode == "bm25":  # similarity does not apply to keyword-only search
         return ("keyword" if scored else "any_chunk"), scored
-    floor = threshold if admitted_floor is None else min(threshold, admitted_floor)
+    floor = threshold if options.admitted_floor is None else min(threshold, options.admitted_floor)
 
     def admitted(ranked: Scored) -> Scored:
         if not any(similarity.get(c, -1.0) >= threshold for c, _ in ranked):
@@ -325,7 +328,6 @@ async def rank(
         options,
         settings.threshold_fallback,
         keyword_failed,
-        settings.threshold_admitted_floor,
     )
     # nothing is similar enough to the question, yet a chunk may hold its words
     if (

@@ -32,6 +32,9 @@ class SearchOptions:
     keep_conflicts: bool = True
     """Keep both sides of each detected conflict (:mod:`~agent.retrieval.conflicts`) through
     diversity and the top ``k``."""
+    admitted_floor: float | None = None
+    """With a ``threshold``: once a chunk clears it, the fused ranking fills the results down
+    to this similarity (``None``: the threshold filters every chunk)."""
 
 
 @dataclass(frozen=True)

@@ -84,14 +84,7 @@ async def test_both_sides_survive_diversity_the_top_k_and_the_budget(
     assert "## Conflicts" in response["answerHints"] and conflict.first in response["answerHints"]
 
 
-async def test_a_side_just_under_the_threshold_is_kept_with_its_partner(
-    services, new_user, monkeypatch
-):
-    # the fused ranking fills an admitted question's context down to a floor: here the
-    # floor is the threshold, so the side under it is cut unless its partner brings it
-    monkeypatch.setattr(
-        services, "settings", services.settings.model_copy(update={"threshold_admitted_floor": 0.7})
-    )
+async def test_a_side_just_under_the_threshold_is_kept_with_its_partner(services, new_user):
     user = await new_user("conflict-threshold")
     runs = "The Kestrel Bay ferry runs on Sundays during the summer season."
     does_not = "The Kestrel Bay ferry does not run on Sundays during the summer season."

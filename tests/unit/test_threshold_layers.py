@@ -1,10 +1,13 @@
-"""The threshold admits the question; the fused ranking then fills the context down to the
-admitted floor (``agent.retrieval.ranking.apply_layers``)."""
+"""With an admitted floor the threshold admits the question and the fused ranking fills the
+results down to the floor; without one it filters every chunk
+(``agent.retrieval.ranking.apply_layers``, ``agent.chat.retrieval_step._search_options``)."""
 
 from __future__ import annotations
 
 import uuid
 
+from agent.chat.retrieval_step import _search_options
+from agent.config import Settings
 from agent.db.chunks import ScoredChunkId
 from agent.retrieval.ranking import apply_layers
 from agent.retrieval.types import SearchOptions
@@ -16,32 +19,34 @@ SIMILARITY = {A: 0.69, B: 0.71, C: 0.55, D: 0.35}
 DENSE = [[ScoredChunkId(cid, SIMILARITY[cid]) for cid in (B, A, C, D)]]
 
 
-def _layers(threshold: float, floor: float | None, keyword_failed: bool = False):
-    return apply_layers(
+def _ids(threshold: float, floor: float | None, keyword_failed: bool = False):
+    layer, chunks = apply_layers(
         SCORED,
         SIMILARITY,
         DENSE,
-        SearchOptions(threshold=threshold),
+        SearchOptions(threshold=threshold, admitted_floor=floor),
         low_threshold=0.3,
         keyword_failed=keyword_failed,
-        admitted_floor=floor,
     )
+    return layer, [c for c, _ in chunks]
 
 
-def test_an_admitted_question_keeps_the_fused_best_just_under_the_threshold():
-    layer, chunks = _layers(0.7, 0.5)
-    assert layer == "hybrid"
-    assert [c for c, _ in chunks] == [A, B, C]  # fused order, down to the 0.5 floor
-    # without a floor the threshold filters every chunk: the fused best is lost
-    assert [c for c, _ in _layers(0.7, None)[1]] == [B]
+def test_an_admitted_question_is_filled_from_the_fused_ranking_down_to_the_floor():
+    assert _ids(0.7, 0.5) == ("hybrid", [A, B, C])
+    # without a floor the threshold filters: the fused best is lost for a lesser chunk
+    assert _ids(0.7, None) == ("hybrid", [B])
     # a floor above the threshold does not raise it
-    assert [c for c, _ in _layers(0.5, 0.6)[1]] == [A, B, C]
+    assert _ids(0.5, 0.6) == ("hybrid", [A, B, C])
+    # with the keyword side failed the dense ranking is admitted the same way
+    assert _ids(0.7, 0.5, keyword_failed=True) == ("vector", [B, A, C])
 
 
 def test_a_question_no_chunk_admits_still_falls_back_as_before():
-    layer, chunks = _layers(0.8, 0.5)
-    assert layer == "low_threshold"  # nothing >= 0.8: the 0.3 layer, not the floor
-    assert [c for c, _ in chunks] == [A, B, C, D]
-    # with the keyword side failed the dense ranking is admitted the same way
-    layer, chunks = _layers(0.7, 0.5, keyword_failed=True)
-    assert layer == "vector" and [c for c, _ in chunks] == [B, A, C]
+    assert _ids(0.8, 0.5) == ("low_threshold", [A, B, C, D])  # the 0.3 layer, not the floor
+
+
+def test_hosted_models_fill_and_the_local_model_filters():
+    settings = Settings(threshold_admitted_floor=0.45)
+    assert _search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
+    assert _search_options(settings, "local", "specific", None).admitted_floor is None
+    assert _search_options(settings, "local", "deep", None).admitted_floor is None
