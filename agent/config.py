@@ -178,8 +178,9 @@ class Settings(BaseSettings):
     top_k_deep: int = 15
     threshold_deep: float = 0.6
     threshold_fallback: float = 0.3
-    # hosted models: once a chunk clears the threshold, the fused ranking fills down to this
-    threshold_admitted_floor: float = 0.5
+    # once a chunk clears the threshold, the fused ranking fills down to this (>= it: filter)
+    threshold_admitted_floor: float | None = 0.5
+    threshold_admitted_floor_local: float | None = None  # grounding for first-token time
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     bm25_full_list_postings: int = Field(

@@ -53,7 +53,8 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
     """Path C searches deeper, broad questions wider (more passages, a lower threshold,
     across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
     for the CPU model); each with its own threshold, which a hosted model's search fills
-    past down to ``threshold_admitted_floor``. ``top_k`` overrides the count."""
+    past down to ``threshold_admitted_floor`` (the local model's: ``…_local``, off by
+    default). ``top_k`` overrides the count."""
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
@@ -65,7 +66,9 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
         # more passages cost the CPU model seconds before its first token (ranking.py)
-        admitted_floor=None if spec == "local" else settings.threshold_admitted_floor,
+        admitted_floor=settings.threshold_admitted_floor_local
+        if spec == "local"
+        else settings.threshold_admitted_floor,
     )
 
 

@@ -50,3 +50,6 @@ def test_hosted_models_fill_and_the_local_model_filters():
     assert _search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
     assert _search_options(settings, "local", "specific", None).admitted_floor is None
     assert _search_options(settings, "local", "deep", None).admitted_floor is None
+    # a reader who prefers grounding to first-token time lets the local model fill too
+    filling = Settings(threshold_admitted_floor_local=0.5)
+    assert _search_options(filling, "local", "specific", None).admitted_floor == 0.5
