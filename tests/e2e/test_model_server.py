@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agent import prompts
 from agent.local_models import CHAT_LABEL
 from agent.model_server import kernels
 from agent.model_server.doctor import build_features, is_portable, parse_features
@@ -409,6 +410,7 @@ def test_the_cli_answers_two_questions_in_a_row_on_the_local_model(alice_reader)
         r"local model: ready, first token in [\d.]+ s on the llama.cpp \w+", init.stdout
     )
     user, _ = alice_reader
+    answered = 0
     for question, expected in (
         ("Who is Dinah?", "cat"),
         ("What was the Caterpillar smoking?", "hookah"),
@@ -417,8 +419,13 @@ def test_the_cli_answers_two_questions_in_a_row_on_the_local_model(alice_reader)
         assert done.returncode == 0, done.stderr
         answer = json.loads(done.stdout)
         assert answer["model_used"].startswith("investigator_qwen2.5"), answer
-        assert expected in answer["answer"].lower() or answer["citations"], answer
         assert set(cited_ids(answer["answer"])) <= {c["id"] for c in answer["citations"]}
+        # the sampled 1.5B model sometimes only restates a question, which the guard turns
+        # into the honest "not answered" reply; anything else must be grounded
+        grounded = expected in answer["answer"].lower() or answer["citations"]
+        assert grounded or answer["answer"] == prompts.NOT_ANSWERED, answer
+        answered += expected in answer["answer"].lower()
+    assert answered, "neither answer says what its passages say"
 
 
 def test_init_says_what_failed_and_chat_falls_back_to_quoting_the_documents(alice_reader, tmp_path):
