@@ -4,8 +4,8 @@ Small models lay citations out in ways a reader cannot follow: ids on a line of 
 after the answer ("…so clever?\\n\\n#chk_…"), under a label ("CITATION: #chk_…"), opening a
 line or the answer ("#chk_…: The Rabbit …"), or the same id twice in a row. The guard
 (:func:`agent.retrieval.citations.guard_citations`) first puts them where the reader and its
-own per-sentence checks look: before the full stop of the sentence they belong to. Ids here
-are already normalised (``#chk_`` and eight lower-case hex digits).
+own per-sentence checks look: before the full stop of the sentence they belong to. The
+layout rules take ids already normalised (``#chk_`` and eight lower-case hex digits).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import re
 
 from agent.retrieval.anchors import answer_sentences
 
+CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
+"""A citation id in any spelling a small model writes (``[chk_1A2B3C4D]``, ``#chk_…``)."""
 _ID = r"#chk_[0-9a-f]{8}"
 _IDS = rf"{_ID}(?:[ \t,;]*{_ID})*"
-_IDS_RE = re.compile(_ID)
 _REPEATED = re.compile(rf"({_ID})(?:[ \t,;]+\1\b)+")
 _MARK = r"(?:[-*•]|\d+[.)])"  # a list item's bullet or number
 _LABEL = r"(?:citations?|sources?|references?|cited|evidence|passages?)"
@@ -31,9 +32,12 @@ _OPENING_IDS = re.compile(rf"^([ \t]*(?:{_MARK}[ \t]+)?)\**({_IDS})\**[ \t]*[:\-
 _LEADING_IDS = re.compile(rf"^\s*((?:{_ID}[\s,;:]*)+)")
 
 
-def ids_in(text: str) -> list[str]:
-    """The ``#chk_`` ids in ``text``, in order, without repeats."""
-    return list(dict.fromkeys(_IDS_RE.findall(text)))
+def cited_ids(answer: str) -> list[str]:
+    """Normalised citation ids in order of first appearance."""
+    seen: dict[str, None] = {}
+    for m in CITATION_RE.finditer(answer):
+        seen.setdefault("#chk_" + m.group(1).lower(), None)
+    return list(seen)
 
 
 def with_citation(sentence: str, cid: str) -> str:
@@ -73,7 +77,7 @@ def _leading_ids_to_first_sentence(answer: str) -> str:
     rest = answer[m.end() :] if m else ""
     if not m or not rest.strip():
         return answer
-    return _cite_first_sentence(rest, ids_in(m.group(1)))
+    return _cite_first_sentence(rest, cited_ids(m.group(1)))
 
 
 def citations_in_place(answer: str) -> str:
@@ -92,12 +96,14 @@ def citations_in_place(answer: str) -> str:
         above = next((i for i in range(len(out) - 1, -1, -1) if out[i].strip()), None)
         if only_ids and above is not None:
             end = out[above][len(out[above].rstrip()) :]
-            out[above] = _cite_last_sentence(out[above].rstrip(), ids_in(only_ids.group(1))) + end
+            out[above] = (
+                _cite_last_sentence(out[above].rstrip(), cited_ids(only_ids.group(1))) + end
+            )
             continue
         opening = _OPENING_IDS.match(line)
         if opening and not only_ids:
             body = line[opening.end() :]
-            line = opening.group(1) + _cite_first_sentence(body, ids_in(opening.group(2)))
+            line = opening.group(1) + _cite_first_sentence(body, cited_ids(opening.group(2)))
         out.append(line)
     text = re.sub(r"\n{3,}", "\n\n", "".join(out)).rstrip()
     return _leading_ids_to_first_sentence(text)

@@ -15,10 +15,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agent.retrieval.anchors import anchor_vocabulary, anchors, answer_sentences, names_in
-from agent.retrieval.citation_layout import citations_in_place, with_citation
+from agent.retrieval.citation_layout import (
+    CITATION_RE,
+    citations_in_place,
+    cited_ids,
+    with_citation,
+)
 from agent.text import content_terms, folded_words
 
-CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
 # "[8834b897]": an id written without its prefix (kept only when it is a context id)
 BARE_ID_RE = re.compile(r"\[([0-9a-fA-F]{8})\]")
 # "#chk_670" (a small model turning "Code 670" into an id), "#chk_12ab": no id at all
@@ -46,14 +50,6 @@ class CitableChunk:
 
 def _terms(text: str) -> set[str]:
     return content_terms(CITATION_RE.sub(" ", text))
-
-
-def cited_ids(answer: str) -> list[str]:
-    """Normalised citation ids in order of first appearance."""
-    seen: dict[str, None] = {}
-    for m in CITATION_RE.finditer(answer):
-        seen.setdefault("#chk_" + m.group(1).lower(), None)
-    return list(seen)
 
 
 def unknown_citations(answer: str, known: Iterable[str]) -> int:

@@ -322,12 +322,7 @@ async def rank(
     scored = adjust(fused, found.records, query, settings)
     clock.metrics.candidates = len(scored)
     layer, picked = apply_layers(
-        scored,
-        similarity,
-        found.dense,
-        options,
-        settings.threshold_fallback,
-        keyword_failed,
+        scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
     # nothing is similar enough to the question, yet a chunk may hold its words
     if (
