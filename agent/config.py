@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     local_chat_n_ctx: int = 4096
     local_chat_max_tokens: int = 384
     local_chat_seed: int = Field(default=42, description="Sampling seed per call (-1: random).")
+    # the 1.5B model samples no hotter (README: Fast, grounded answers; at 0.7 it strays)
+    local_chat_max_temperature: float = Field(default=0.1, ge=0.0)
     local_chat_file: str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     local_chat_n_batch: int = 512
     # MB of recent prompts' KV state the model process keeps (a follow-up resumes its chat's

@@ -110,6 +110,7 @@ def _local_chat_model(settings: Settings, temperature: float, background: bool) 
     from agent.model_server.endpoint import local_model
 
     found = local_model(settings)
+    temperature = min(temperature, settings.local_chat_max_temperature)
     if found.url is None:
         notice = LOCAL_MODEL_NOTICE.format(reason=(found.failure or "").splitlines()[0])
         return _cached(

@@ -21,6 +21,18 @@ def test_openai_compatible_chat_model_uses_openai_base_url(monkeypatch):
     )
 
 
+def test_the_local_model_samples_no_hotter_than_its_cap_and_hosted_ones_as_asked(monkeypatch):
+    """The 1.5B model strays at a path's 0.7 (copies the wrong sentence, invents names): it
+    is capped; a hosted model keeps the path's temperature."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = Settings(local_model_url="http://127.0.0.1:9", local_chat_max_temperature=0.1)
+    assert chat_model("local", settings, 0.7).temperature == 0.1
+    assert chat_model("local", settings, 0.0).temperature == 0.0
+    hot = settings.model_copy(update={"local_chat_max_temperature": 1.0})
+    assert chat_model("local", hot, 0.7).temperature == 0.7
+    assert chat_model("openai:gpt-4o-mini", settings, 0.7).temperature == 0.7
+
+
 def test_openai_embeddings_record_their_dimension(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     emb = embedding_model("openai:text-embedding-3-small", Settings())
