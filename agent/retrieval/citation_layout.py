@@ -18,7 +18,7 @@ CITATION_RE = re.compile(r"\[?#?\bchk_([0-9a-fA-F]{8})\b\]?")
 """A citation id in any spelling a small model writes (``[chk_1A2B3C4D]``, ``#chk_…``)."""
 _ID = r"#chk_[0-9a-f]{8}"
 _IDS = rf"{_ID}(?:[ \t,;]*{_ID})*"
-_REPEATED = re.compile(rf"({_ID})(?:[ \t,;]+\1\b)+")
+_REPEATED = re.compile(rf"({_ID})(?:(?:[ \t,;]+|[ \t]+and[ \t]+)\1\b)+")
 _MARK = r"(?:[-*•]|\d+[.)])"  # a list item's bullet or number
 _LABEL = r"(?:citations?|sources?|references?|cited|evidence|passages?)"
 # a line holding ids only, maybe as a list item or under a label: "CITATION: #chk_…"
@@ -80,6 +80,12 @@ def _leading_ids_to_first_sentence(answer: str) -> str:
     return _cite_first_sentence(rest, cited_ids(m.group(1)))
 
 
+def once_in_a_row(text: str) -> str:
+    """``text`` with an id written twice in a row ("#chk_a #chk_a", "#chk_a and #chk_a")
+    written once."""
+    return _REPEATED.sub(r"\1", text)
+
+
 def citations_in_place(answer: str) -> str:
     """``answer`` with each citation id at the end of the sentence it belongs to.
 
@@ -89,7 +95,7 @@ def citations_in_place(answer: str) -> str:
     * ids opening a line ("#chk_…: text", "- **#chk_…** - text") go to the end of that
       line's first sentence; ids opening the answer, to its first sentence.
     """
-    lines = _REPEATED.sub(r"\1", answer).splitlines(keepends=True)
+    lines = once_in_a_row(answer).splitlines(keepends=True)
     out: list[str] = []
     for line in lines:
         only_ids = _ID_LINE.match(line.rstrip("\n"))

@@ -19,6 +19,7 @@ from agent.retrieval.citation_layout import (
     CITATION_RE,
     citations_in_place,
     cited_ids,
+    once_in_a_row,
     with_citation,
 )
 from agent.text import content_terms, folded_words
@@ -152,11 +153,13 @@ def _recite(
 
 
 def _move(sentence: str, ids: list[str], to: str | None) -> str:
-    """``sentence`` citing ``to`` instead of ``ids`` (unchanged when ``to`` is None)."""
-    if to is not None:
-        for i in ids:
-            sentence = sentence.replace(i, to)
-    return sentence
+    """``sentence`` citing ``to`` instead of ``ids`` (unchanged when ``to`` is None); ids
+    that all move to ``to`` leave it written once."""
+    if to is None:
+        return sentence
+    for i in ids:
+        sentence = sentence.replace(i, to)
+    return once_in_a_row(sentence)
 
 
 def guard_citations(

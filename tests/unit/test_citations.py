@@ -57,6 +57,19 @@ def test_guard_moves_a_citation_to_the_chunk_that_supports_it():
     assert cited_ids(fixed) == [DINAH.citation_id]
 
 
+def test_two_citations_moved_to_one_chunk_are_written_once():
+    """Both ids of a sentence cite passages without its words: each moves to the passage
+    that has them, which is then cited once, not "#chk_11111111 #chk_11111111"."""
+    third = CitableChunk("#chk_33333333", "The Queen shouted off with his head at the gardeners.")
+    for ids in ("#chk_22222222 #chk_33333333", "#chk_22222222 and #chk_33333333"):
+        answer = f"Alice wishes she could show you our cat Dinah, a dear quiet thing {ids}."
+        fixed = guard_citations(answer, [CHESHIRE, third, DINAH])
+        assert (
+            fixed
+            == f"Alice wishes she could show you our cat Dinah, a dear quiet thing {DINAH.citation_id}."
+        )
+
+
 def test_guard_cites_uncited_sentences_only_when_supported():
     answer = "Alice's cat is called Dinah, a dear quiet cat. I hope this helps."
     fixed = guard_citations(answer, [CHESHIRE, DINAH])
