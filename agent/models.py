@@ -118,7 +118,16 @@ def _local_chat_model(settings: Settings, temperature: float, background: bool) 
             lambda: ExtractiveChatModel(assistant_name=settings.assistant_name, notice=notice),
         )
     return _cached(
-        ("chat", "local", found.url, temperature, settings.chat_timeout_seconds, background),
+        (
+            "chat",
+            "local",
+            found.url,
+            temperature,
+            settings.local_chat_max_tokens,
+            settings.local_chat_seed,
+            settings.chat_timeout_seconds,
+            background,
+        ),
         lambda: local_chat_client(
             found.url,
             label=CHAT_LABEL,

@@ -56,6 +56,15 @@ class LocalServerChat(ChatOpenAI):
     background: bool = False
     """Background priority: calls yield to answers and are sent again (module docs)."""
 
+    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any):
+        """OpenAI's payload with the reply limit named as llama-cpp-python's server reads it:
+        langchain-openai sends ``max_completion_tokens``, which that server ignores, so
+        ``max_tokens`` never applied and a looping reply ran to the context's end."""
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        if "max_completion_tokens" in payload:
+            payload["max_tokens"] = payload.pop("max_completion_tokens")
+        return payload
+
     def _unavailable(self, exc: BaseException) -> ModelUnavailable:
         forget(self.server_url)
         return ModelUnavailable(UNAVAILABLE)

@@ -51,13 +51,22 @@ class LikelihoodRequest(BaseModel):
     """Start from the prompt prefix the KV cache already holds."""
 
 
+UNSET_REPLY_TOKENS = 1024
+"""The reply limit of a request that sets none. llama.cpp's is the context's end: a reply
+caught in a loop (the 1.5B model repeating a passage) held the one model process for three
+minutes (4,095 tokens), every other question waiting behind it."""
+
+
 def _with_stream_usage(create_chat_completion):
-    """``Llama.create_chat_completion`` whose streams end with a ``usage`` chunk."""
+    """``Llama.create_chat_completion`` whose streams end with a ``usage`` chunk, and whose
+    replies stop at ``UNSET_REPLY_TOKENS`` when the request set no limit."""
 
     @functools.wraps(create_chat_completion)
     def wrapper(self, *args: Any, **kwargs: Any):
         import llama_cpp
 
+        if (kwargs.get("max_tokens") or 0) <= 0:
+            kwargs["max_tokens"] = UNSET_REPLY_TOKENS
         # llama.cpp's counters then tell the prompt tokens this request read (the rest came
         # from the KV cache or the prompt cache)
         llama_cpp.llama_perf_context_reset(self._ctx.ctx)

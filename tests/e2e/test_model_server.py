@@ -265,6 +265,34 @@ async def test_a_cancelled_answer_stops_generating():
 
 
 @pytest.mark.local_model
+async def test_a_reply_stops_at_the_clients_token_limit():
+    """The client's ``max_tokens`` reaches llama.cpp (langchain-openai names it
+    ``max_completion_tokens``, which llama-cpp-python's server ignores): a reply asked to go
+    on and on stops there, as does one the server gets with no limit at all."""
+    import httpx
+
+    from agent.config import get_settings
+    from agent.model_server.process import UNSET_REPLY_TOKENS
+    from agent.models import achat_model
+
+    prompt = "Count from 1 to 500, one number per line."
+    model = await achat_model("local", get_settings(), 0.0)
+    usage = {}
+    async for chunk in model.astream(prompt, max_tokens=6):
+        usage = chunk.usage_metadata or usage
+    assert 1 <= usage["output_tokens"] <= 6, usage
+    settings = get_settings().model_copy(update={"local_chat_max_tokens": 9})
+    reply = await (await achat_model("local", settings, 0.0)).ainvoke(prompt)
+    assert 1 <= reply.usage_metadata["output_tokens"] <= 9, reply.usage_metadata
+    # the server's own limit, for a client that sets none (not waited for: ~1 min here)
+    assert 0 < UNSET_REPLY_TOKENS < get_settings().local_chat_n_ctx
+    async with httpx.AsyncClient(base_url=model.server_url, timeout=120) as client:
+        body = {"messages": [{"role": "user", "content": "Reply with OK."}], "max_tokens": 0}
+        got = (await client.post("/v1/chat/completions", json=body)).json()
+    assert got["choices"][0]["message"]["content"].strip()
+
+
+@pytest.mark.local_model
 async def test_background_work_yields_the_model_to_an_answer():
     """A summary being written when a question arrives stops at once: the answer's first
     token does not wait for it, and the summary is written afterwards (sent again)."""

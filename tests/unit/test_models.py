@@ -33,6 +33,19 @@ def test_the_local_model_samples_no_hotter_than_its_cap_and_hosted_ones_as_asked
     assert chat_model("openai:gpt-4o-mini", settings, 0.7).temperature == 0.7
 
 
+def test_the_local_model_is_sent_its_reply_limit_under_the_name_llama_cpp_reads():
+    """langchain-openai names the limit ``max_completion_tokens``; llama-cpp-python's server
+    reads only ``max_tokens``, so the local client renames it (the setting, and a call's)."""
+    from langchain_core.messages import HumanMessage
+
+    settings = Settings(local_model_url="http://127.0.0.1:9", local_chat_max_tokens=77)
+    model = chat_model("local", settings, 0.0)
+    asked = [HumanMessage("Who is Dinah?")]
+    payload = model._get_request_payload(asked)
+    assert payload["max_tokens"] == 77 and "max_completion_tokens" not in payload
+    assert model._get_request_payload(asked, max_tokens=5)["max_tokens"] == 5
+
+
 def test_openai_embeddings_record_their_dimension(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     emb = embedding_model("openai:text-embedding-3-small", Settings())
