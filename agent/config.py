@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     )
     local_chat_threads: int = 2
     local_chat_n_ctx: int = 4096
-    local_chat_max_tokens: int = 384
+    local_chat_max_tokens: int = 640  # a deep-reasoning answer runs to ~480 tokens
     local_chat_seed: int = Field(default=42, description="Sampling seed per call (-1: random).")
     # the 1.5B model samples no hotter (README: Fast, grounded answers; at 0.7 it strays)
     local_chat_max_temperature: float = Field(default=0.1, ge=0.0)
