@@ -21,6 +21,47 @@ GROUNDED_USER = """Context passages:
 
 Question: {question}"""
 
+GROUNDED_EXAMPLES = (
+    (
+        "#chk_3f9c2a71 [Harbour Notes, 2. The Lighthouse]\n"
+        "The keeper climbed the stairs at dusk. He lit the great lamp with a brass taper that "
+        "had belonged to his father. Far below, the fishing boats turned for home.\n\n"
+        "#chk_b84d0e56\n"
+        "In winter the keeper's daughter, Marta, kept the log of every ship that passed.",
+        "What does the keeper light the lamp with?",
+        "The keeper lights the lamp with a brass taper that had belonged to his father "
+        "#chk_3f9c2a71.",
+    ),
+    (
+        "#chk_6e1f7c09 [Harbour Notes, 3. Winter]\n"
+        "The harbour froze early that year, and the boats stayed in. Someone had to keep count "
+        "of the ships that still came past the point.\n\n"
+        "#chk_d25a9b3e\n"
+        "In winter the keeper's daughter, Marta, kept the log of every ship that passed.",
+        "Who kept the log of the ships in winter?",
+        "Marta, the keeper's daughter, kept the log of every ship that passed #chk_d25a9b3e.",
+    ),
+    (
+        "#chk_a7c3e48f [Harbour Notes, 5. The Storm]\n"
+        "The storm broke the pier in two places. Repairs took the whole spring.",
+        "Who paid for the repairs?",
+        "Your documents do not say who paid for the repairs. They only say that the repairs "
+        "took the whole spring.",
+    ),
+)
+"""Worked exchanges (context, question, reply) shown after ``GROUNDED_SYSTEM``: the thing
+asked for, in the passage's own words, its id at the sentence's end; a plain "do not say",
+citing nothing, when the passage lacks it. A made-up document, so no answer can be copied from it."""
+
+
+def grounded_example_turns() -> list[tuple[str, str]]:
+    """``GROUNDED_EXAMPLES`` as (user message, reply) pairs, shaped like a real question."""
+    return [
+        (GROUNDED_USER.format(context=context, question=question), reply)
+        for context, question, reply in GROUNDED_EXAMPLES
+    ]
+
+
 FOLLOW_UP_USER = """More context passages:
 
 {context}

@@ -42,6 +42,8 @@ _NOT_STATED = re.compile(
     r"(?:mentioned|stated|specified|provided|mention|state|specify|provide|say)\b"
 )
 
+_CONTRACTED = re.compile(r"\b(do|does|did|is|are|was|were)n't\b")
+
 CITATION = re.compile(r"#chk_[0-9a-f]{8}")
 
 
@@ -80,7 +82,8 @@ def is_refusal(answer: str, model_used: str | None = None) -> bool:
     if model_used == "no_context_response":
         return True
     low = answer.lower().replace("’", "'")
-    return any(p in low for p in REFUSAL_PHRASES) or bool(_NOT_STATED.search(low))
+    plain = _CONTRACTED.sub(r"\1 not", low)  # "don't contain", "doesn't say" as written out
+    return any(p in low or p in plain for p in REFUSAL_PHRASES) or bool(_NOT_STATED.search(plain))
 
 
 def cited_ids(answer: str) -> list[str]:

@@ -87,12 +87,20 @@ def grounded_messages(
     system: str = prompts.GROUNDED_SYSTEM,
     guidance: str = "",
     persona: str | None = None,
+    examples: bool = False,
 ) -> list[BaseMessage]:
     """System and user messages for answering from context. The system prompt stays a
     stable prefix (the local model reuses its cached tokens); ``guidance`` (the user's
-    corrections and the conversation so far) opens the user message."""
+    corrections and the conversation so far) opens the user message. With ``examples``
+    the worked exchanges of ``prompts.GROUNDED_EXAMPLES`` follow the system prompt, part of
+    the same cached prefix."""
+    shown: list[BaseMessage] = []
+    if examples:
+        for asked, replied in prompts.grounded_example_turns():
+            shown += [HumanMessage(asked), AIMessage(replied)]
     return [
         SystemMessage(with_persona(system.format(name=name), persona)),
+        *shown,
         HumanMessage(
             _with_guidance(
                 guidance, prompts.GROUNDED_USER.format(context=context, question=question)

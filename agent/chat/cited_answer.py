@@ -120,9 +120,14 @@ def cited_answer_messages(settings: Settings, state: Mapping[str, Any]) -> list[
             state["web_context"],
             guidance(state),
         )
-    system = prompts.DEEP_SYSTEM if _deep(state) else prompts.GROUNDED_SYSTEM
+    deep = _deep(state)
     return grounded_messages(
-        settings.assistant_name, state["question"], context, system, guidance(state)
+        settings.assistant_name,
+        state["question"],
+        context,
+        prompts.DEEP_SYSTEM if deep else prompts.GROUNDED_SYSTEM,
+        guidance(state),
+        examples=not deep,  # an analysis of many passages is no one-line answer
     )
 
 

@@ -37,20 +37,30 @@ log = logging.getLogger(__name__)
 
 
 def warm_messages(settings: Settings) -> list[list[dict]]:
-    """The openings to warm: the grounded, deep-reasoning, not-covered, small-talk and
-    chapter system prompts (a persona changes them, and is warmed by its first question)."""
+    """The openings to warm: the grounded prompt (system prompt and worked examples),
+    the deep-reasoning, not-covered, small-talk and chapter system prompts (a persona
+    changes them, and is warmed by its first question)."""
     name = settings.assistant_name
-    systems = (
-        prompts.GROUNDED_SYSTEM,
-        prompts.DEEP_SYSTEM,
-        prompts.NOT_COVERED_SYSTEM,
-        prompts.GENERAL_SYSTEM,
-        prompts.CHAPTER_SYSTEM,
-        prompts.CHAPTER_PASSAGES_SYSTEM,
-    )
+    examples: list[dict] = []
+    for asked, replied in prompts.grounded_example_turns():
+        examples += [{"role": "user", "content": asked}, {"role": "assistant", "content": replied}]
+    openings = [(prompts.GROUNDED_SYSTEM, examples)] + [
+        (system, [])
+        for system in (
+            prompts.DEEP_SYSTEM,
+            prompts.NOT_COVERED_SYSTEM,
+            prompts.GENERAL_SYSTEM,
+            prompts.CHAPTER_SYSTEM,
+            prompts.CHAPTER_PASSAGES_SYSTEM,
+        )
+    ]
     return [
-        [{"role": "system", "content": s.format(name=name)}, {"role": "user", "content": ""}]
-        for s in systems
+        [
+            {"role": "system", "content": system.format(name=name)},
+            *shown,
+            {"role": "user", "content": ""},
+        ]
+        for system, shown in openings
     ]
 
 

@@ -28,6 +28,10 @@ def test_metrics_by_hand():
     assert is_refusal("The budget is not explicitly stated in the provided passages.")
     assert is_refusal("The passages do not specifically mention which GPU was used.")
     assert not is_refusal("He was not given a new contract, and left for Gillingham.")
+    # contracted refusals, as the 1.5B model writes them
+    assert is_refusal("Your documents don't contain enough information to answer this.")
+    assert is_refusal("Your documents don't say which GPU was used to train the models.")
+    assert not is_refusal("He wasn't given a new contract, so he left for Gillingham.")
 
 
 def test_dataset_loads_and_resolves_documents():

@@ -8,6 +8,7 @@ import uuid
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from agent import prompts
 from agent.chat.follow_up import EXCHANGES
 from agent.ingest.pipeline import ingest_bytes
 from agent.retrieval.citations import cited_ids
@@ -69,4 +70,6 @@ async def test_a_follow_up_continues_the_last_exchange(services, new_user, recor
         context=Context(user=user.name, chat_id=str(uuid.uuid4())),
     )
     fresh = _answering_prompts(model)[-1]
-    assert len(fresh) == 2 and not any(isinstance(m, AIMessage) for m in fresh)
+    worked = {reply for _, reply in prompts.grounded_example_turns()}
+    assert len(fresh) == len(before)  # system prompt, worked examples, question
+    assert all(m.content in worked for m in fresh if isinstance(m, AIMessage))
