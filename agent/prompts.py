@@ -49,17 +49,18 @@ GROUNDED_EXAMPLES = (
         "took the whole spring.",
     ),
 )
-"""Worked exchanges (context, question, reply) shown after ``GROUNDED_SYSTEM``: the thing
-asked for, in the passage's own words, its id at the sentence's end; a plain "do not say",
-citing nothing, when the passage lacks it. A made-up document, so no answer can be copied from it."""
+"""Worked exchanges (context, question, reply) shown after ``GROUNDED_SYSTEM``: the thing asked
+for, in the passage's own words, its id at the sentence's end; a plain "do not say", citing
+nothing, when the passage lacks it. A made-up document: no answer can be copied from it."""
 
 
-def grounded_example_turns() -> list[tuple[str, str]]:
-    """``GROUNDED_EXAMPLES`` as (user message, reply) pairs, shaped like a real question."""
-    return [
-        (GROUNDED_USER.format(context=context, question=question), reply)
-        for context, question, reply in GROUNDED_EXAMPLES
-    ]
+def grounded_example_messages() -> list[dict[str, str]]:
+    """``GROUNDED_EXAMPLES`` as chat messages: each question shaped like a real one, its reply."""
+    messages: list[dict[str, str]] = []
+    for context, question, reply in GROUNDED_EXAMPLES:
+        asked = GROUNDED_USER.format(context=context, question=question)
+        messages += [{"role": "user", "content": asked}, {"role": "assistant", "content": reply}]
+    return messages
 
 
 FOLLOW_UP_USER = """More context passages:

@@ -6,7 +6,13 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_messages,
+)
 
 from agent import prompts
 from agent.retrieval.anchors import without_invented_claims
@@ -94,10 +100,7 @@ def grounded_messages(
     corrections and the conversation so far) opens the user message. With ``examples``
     the worked exchanges of ``prompts.GROUNDED_EXAMPLES`` follow the system prompt, part of
     the same cached prefix."""
-    shown: list[BaseMessage] = []
-    if examples:
-        for asked, replied in prompts.grounded_example_turns():
-            shown += [HumanMessage(asked), AIMessage(replied)]
+    shown = convert_to_messages(prompts.grounded_example_messages()) if examples else []
     return [
         SystemMessage(with_persona(system.format(name=name), persona)),
         *shown,

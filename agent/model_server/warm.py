@@ -41,26 +41,26 @@ def warm_messages(settings: Settings) -> list[list[dict]]:
     the deep-reasoning, not-covered, small-talk and chapter system prompts (a persona
     changes them, and is warmed by its first question)."""
     name = settings.assistant_name
-    examples: list[dict] = []
-    for asked, replied in prompts.grounded_example_turns():
-        examples += [{"role": "user", "content": asked}, {"role": "assistant", "content": replied}]
-    openings = [(prompts.GROUNDED_SYSTEM, examples)] + [
-        (system, [])
-        for system in (
-            prompts.DEEP_SYSTEM,
-            prompts.NOT_COVERED_SYSTEM,
-            prompts.GENERAL_SYSTEM,
-            prompts.CHAPTER_SYSTEM,
-            prompts.CHAPTER_PASSAGES_SYSTEM,
-        )
-    ]
-    return [
-        [
+
+    def opening(system: str, shown: Sequence[dict] = ()) -> list[dict]:
+        return [
             {"role": "system", "content": system.format(name=name)},
             *shown,
             {"role": "user", "content": ""},
         ]
-        for system, shown in openings
+
+    return [
+        opening(prompts.GROUNDED_SYSTEM, prompts.grounded_example_messages()),
+        *(
+            opening(system)
+            for system in (
+                prompts.DEEP_SYSTEM,
+                prompts.NOT_COVERED_SYSTEM,
+                prompts.GENERAL_SYSTEM,
+                prompts.CHAPTER_SYSTEM,
+                prompts.CHAPTER_PASSAGES_SYSTEM,
+            )
+        ),
     ]
 
 

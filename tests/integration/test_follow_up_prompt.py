@@ -70,6 +70,6 @@ async def test_a_follow_up_continues_the_last_exchange(services, new_user, recor
         context=Context(user=user.name, chat_id=str(uuid.uuid4())),
     )
     fresh = _answering_prompts(model)[-1]
-    worked = {reply for _, reply in prompts.grounded_example_turns()}
+    worked = {m["content"] for m in prompts.grounded_example_messages() if m["role"] == "assistant"}
     assert len(fresh) == len(before)  # system prompt, worked examples, question
     assert all(m.content in worked for m in fresh if isinstance(m, AIMessage))

@@ -34,7 +34,9 @@ def test_a_grounded_prompt_opens_with_the_examples_then_asks_its_question():
     shown = grounded_messages(
         "Quire", "Who is Dinah?", "#chk_11111111\nDinah's our cat.", examples=True
     )
-    turns = prompts.grounded_example_turns()
+    worked = prompts.grounded_example_messages()
+    assert [m["role"] for m in worked] == ["user", "assistant"] * (len(worked) // 2)
+    turns = [(u["content"], a["content"]) for u, a in zip(worked[::2], worked[1::2], strict=True)]
     assert len(shown) == 2 + 2 * len(turns) and len(turns) >= 2
     assert shown[0] == messages[0] and shown[-1] == messages[-1]
     for (asked, replied), user, reply in zip(turns, shown[1:-1:2], shown[2:-1:2], strict=True):
