@@ -24,6 +24,7 @@ from agent.retrieval.citations import (
     unique,
     unknown_citations,
 )
+from agent.retrieval.echoes import without_example_echoes
 from agent.retrieval.pointers import (
     says_nothing_new,
     without_absence_citations,
@@ -134,8 +135,10 @@ def finish_grounded(
     """Guard the citations of a generated answer and collect citations and sources.
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
-    With the ``question``, sentences stating a name or number that neither it nor any
-    passage holds are dropped first (:func:`without_invented_claims`), and a citation goes
+    With the ``question``, sentences copied from the worked examples go first (an answer
+    made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
+    then those stating a name or number that neither it nor any passage holds
+    (:func:`without_invented_claims`), and a citation goes
     to the passage holding what its sentence adds to the question. A passage label the
     model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
 
@@ -152,7 +155,9 @@ def finish_grounded(
     # every id the model wrote outside the context counts, even in a sentence dropped below
     removed = unknown_citations(raw, (c.citation_id for c in citable))
     if question is not None and citable:
-        raw, _ = without_invented_claims(raw, [question, *(c.text for c in citable)])
+        shown = [question, *(c.text for c in citable)]
+        raw = without_example_echoes(raw, shown) or prompts.NOT_ANSWERED
+        raw, _ = without_invented_claims(raw, shown)
     raw = without_echoed_labels(raw, [c["source"] for c in retrieved if c.get("source")])
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
         raw = without_prompt_openers(without_pointer_sentences(raw))
