@@ -67,6 +67,9 @@ class ModelCheck:
     """Faster builds that failed here: name -> why."""
     failure: str | None = None
     advice: list[str] = field(default_factory=list)
+    openings: int = 0
+    """Fixed prompt openings read and saved for later model processes."""
+    openings_seconds: float = 0.0
 
     @property
     def build(self) -> str:
@@ -105,7 +108,10 @@ def advice_for(features: dict[str, bool], flags: set[str], log_path: Path) -> li
 
 
 def check_local_model(settings: Settings) -> ModelCheck:
-    """Start the local model in a child process, wait for one token, and stop it."""
+    """Start the local model in a child process, wait for one token, and stop it. Before
+    stopping, it reads the fixed prompt openings (when warming is on), which it saves for
+    every later model process (:mod:`agent.model_server.saved_openings`): the first
+    question of a ``quire ask`` then reads only its own part."""
     from agent.model_server.endpoint import new_supervisor
     from agent.model_server.supervisor import free_port
 
@@ -114,16 +120,25 @@ def check_local_model(settings: Settings) -> ModelCheck:
     supervisor = new_supervisor(settings, port=free_port())  # beside any running one
     supervisor.start_attempts = 1
     supervisor.start()
+    openings, warmed = 0, 0.0
     try:
         ok = supervisor.wait_ready(settings.local_model_start_timeout_seconds + 5)
+        seconds = time.monotonic() - started
+        if ok and settings.local_chat_warm_prompts:
+            from agent.model_server.warm import warm_prompt_cache
+
+            openings = warm_prompt_cache(supervisor.url, settings)
+            warmed = time.monotonic() - started - seconds
     finally:
         supervisor.stop()
     check = ModelCheck(
         ok,
-        time.monotonic() - started,
+        seconds,
         features,
         running=supervisor.build.name,
         skipped=dict(supervisor.skipped),
+        openings=openings,
+        openings_seconds=warmed,
     )
     if not ok:
         check.failure = supervisor.failure or "the local model did not start"

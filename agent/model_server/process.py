@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -158,6 +159,8 @@ def build_app(
     )
     server_settings = ServerSettings(host=host, port=port, interrupt_requests=False)
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    if prompt_cache_mb > 0:
+        _keep_openings(app, model, alias, n_ctx, prompt_cache_mb << 20)
     router = APIRouter()
     system_info = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
 
@@ -193,6 +196,24 @@ def build_app(
     app.include_router(router)
     app.add_middleware(PriorityMiddleware, answers=ANSWERS)
     return app
+
+
+def _keep_openings(app: Any, model: str, alias: str, n_ctx: int, capacity_bytes: int) -> None:
+    """Give the loaded model a prompt cache that starts with the fixed openings saved by
+    an earlier process and saves those it warms (:mod:`agent.model_server.saved_openings`)."""
+    from llama_cpp.server import app as server_app
+
+    from agent.model_server.saved_openings import (
+        KeepMiddleware,
+        SavedOpenings,
+        keeping_cache,
+        state_identity,
+    )
+
+    saved = SavedOpenings(Path(model).parent / "prompt-states", state_identity(model, n_ctx))
+    # create_app has loaded the one model; llama-cpp-python keeps it in this module global
+    server_app._llama_proxy(alias).set_cache(keeping_cache(capacity_bytes, saved, n_ctx))
+    app.add_middleware(KeepMiddleware)
 
 
 def _die_with_parent() -> None:

@@ -12,7 +12,9 @@ stored summary, all but the question: :func:`agent.chat.overview.overview_openin
 its summary is written and for the books summarized last when a server starts, so "summarize
 the book" reads only the question (measured here: TTFT 4.8 s cold, 517 tokens read).
 
-Warming is background work: an answer that arrives meanwhile stops the opening being read
+The fixed openings' states are saved to disk by the first process that reads them, and a
+later process starts with them (:mod:`agent.model_server.saved_openings`): its warming then
+takes milliseconds. Warming is background work: an answer that arrives meanwhile stops the opening being read
 (:mod:`agent.model_server.priority`), which is sent again once the model is free.
 """
 
@@ -32,6 +34,7 @@ from agent.model_server.priority import (
     YIELDED_STATUS,
     pauses_until,
 )
+from agent.model_server.saved_openings import KEEP_HEADER, KEEP_OPENING
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +70,21 @@ def warm_messages(settings: Settings) -> list[list[dict]]:
 def warm_prompt_cache(url: str, settings: Settings, timeout: float = 120.0) -> int:
     """Send each of :func:`warm_messages` to the model server at ``url``; how many were
     cached. A failure is logged and ends the warming (the questions will read them)."""
-    return warm_openings(url, warm_messages(settings), timeout)
+    return warm_openings(url, warm_messages(settings), timeout, keep=True)
 
 
-def warm_openings(url: str, openings: Sequence[list[dict]], timeout: float = 120.0) -> int:
+def warm_openings(
+    url: str, openings: Sequence[list[dict]], timeout: float = 120.0, *, keep: bool = False
+) -> int:
     """Send each opening (OpenAI-style messages) to the model server at ``url`` for one
-    token, so its prompt cache keeps the state; how many were cached. A failure is logged
-    and ends the warming (the questions will read them)."""
+    token, so its prompt cache keeps the state; how many were cached. With ``keep`` (fixed
+    openings only: no user's text) the model process also saves each state for the next
+    process (:mod:`agent.model_server.saved_openings`). A failure is logged and ends the
+    warming (the questions will read them)."""
     warmed = 0
     headers = {PRIORITY_HEADER: BACKGROUND}
+    if keep:
+        headers[KEEP_HEADER] = KEEP_OPENING
     with httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=headers) as client:
         for messages in openings:
             body = {"messages": messages, "max_tokens": 1, "temperature": 0}

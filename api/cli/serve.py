@@ -41,6 +41,11 @@ def _check_local_model(settings) -> None:
             f"local model: ready, first token in {check.seconds:.1f} s on the llama.cpp "
             f"{check.running} build (installed: {check.build})"
         )
+        if check.openings:
+            out.print(
+                f"prompts:     {check.openings} fixed openings read in "
+                f"{check.openings_seconds:.1f} s, kept for every later start"
+            )
         return
     err.print(f"[red]local model: not working[/red] (llama.cpp {check.build})", highlight=False)
     err.print(f"  what failed: {check.failure}", highlight=False, markup=False, soft_wrap=True)

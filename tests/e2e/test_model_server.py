@@ -426,6 +426,56 @@ async def test_a_model_killed_mid_answer_ends_the_turn_and_the_api_answers_after
 
 
 @pytest.mark.local_model
+def test_a_new_model_process_starts_with_the_openings_an_earlier_one_read(tmp_path):
+    """The fixed openings one process warms are saved, and the next process starts with
+    them: its first grounded prompt reads only the question, without warming."""
+    import json
+
+    import httpx
+
+    from agent.config import get_settings
+    from agent.model_server.endpoint import new_supervisor
+    from agent.model_server.warm import warm_messages, warm_prompt_cache
+
+    settings = get_settings().model_copy(update={"home": tmp_path / "home"})
+    model = settings.model_cache_dir / settings.local_chat_file
+    model.symlink_to(_model_cache() / settings.local_chat_file)  # its own states folder
+    first = new_supervisor(settings)
+    first.start()
+    try:
+        assert first.wait_ready(120)
+        assert warm_prompt_cache(first.url, settings) == len(warm_messages(settings))
+    finally:
+        first.stop()
+    saved = list((settings.model_cache_dir / "prompt-states").glob("*.npz"))
+    assert len(saved) == len(warm_messages(settings))
+    grounded = warm_messages(settings)[0]
+    asked = prompts.GROUNDED_USER.format(
+        context="#chk_1a2b3c4d [Alice]\n“Dinah’s our cat,” said Alice.", question="Who is Dinah?"
+    )
+    body = {
+        "messages": [*grounded[:-1], {"role": "user", "content": asked}],
+        "max_tokens": 12,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    second = new_supervisor(settings)
+    second.start()
+    try:
+        assert second.wait_ready(120)
+        with httpx.Client(base_url=second.url, timeout=120) as client:
+            lines = client.post("/v1/chat/completions", json=body).text.splitlines()
+    finally:
+        second.stop()
+    chunks = [json.loads(x[6:]) for x in lines if x.startswith("data: {")]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    usage = next(c["usage"] for c in chunks if c.get("usage"))
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    assert cached > 400 and usage["prompt_tokens"] - cached < 60, usage
+    assert text.strip(), chunks  # the restored state answers
+
+
+@pytest.mark.local_model
 def test_the_cli_answers_two_questions_in_a_row_on_the_local_model(alice_reader):
     import json
 

@@ -1,0 +1,160 @@
+"""Warmed openings kept on disk, so a new model process starts with them already read.
+
+Every grounded prompt opens with the same system prompt and worked examples (~560 tokens),
+and every other path with one of a few fixed system prompts. A model process warms them at
+start (:mod:`agent.model_server.warm`), but on 2 cores that is ~12 s of reading, and a
+question asked meanwhile reads its whole prompt: a ``quire ask``, which starts its own model
+process, waited 15.6 s for its first word. The KV state of each fixed opening is the same in
+every process of the same model and build, so the first process to warm one saves it
+(``$QUIRE_HOME/models/prompt-states/``: ~28 KB a token, ~50 MB for all of them) and the
+next loads it into its prompt cache in milliseconds.
+
+Only the fixed openings are kept (the warm call marks them with ``x-quire-keep: opening``):
+no chat's or document's text is written. A state is used only by a process of the same
+model file, llama.cpp build and context size (:func:`state_identity`); the newest
+:data:`KEPT_FILES` files are kept.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+KEEP_HEADER = "x-quire-keep"
+KEEP_OPENING = "opening"
+KEPT_FILES = 16
+"""Files kept: two builds' (AVX-512 and portable) worth of the six fixed openings, and more."""
+FORMAT = "lean-kv-1"
+"""Changes when the saved state's layout does (:mod:`agent.model_server.prompt_cache`)."""
+
+_keeping: contextvars.ContextVar[bool] = contextvars.ContextVar("quire_keep", default=False)
+
+
+def state_identity(model: str, n_ctx: int) -> str:
+    """What a saved state depends on: the model file, the llama.cpp build and its CPU
+    kernels, the context size and the state format."""
+    import llama_cpp
+
+    size = Path(model).stat().st_size
+    parts = [
+        FORMAT,
+        Path(model).name,
+        str(size),
+        llama_cpp.__version__,
+        str(Path(llama_cpp.__file__).parent),
+        llama_cpp.llama_print_system_info().decode(errors="replace"),
+        str(n_ctx),
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+class SavedOpenings:
+    """The folder of saved opening states for one :func:`state_identity`."""
+
+    def __init__(self, folder: Path, identity: str) -> None:
+        self.folder = folder
+        self.identity = identity
+
+    def _path(self, tokens: tuple[int, ...]) -> Path:
+        digest = hashlib.sha256(np.asarray(tokens, dtype=np.int32).tobytes()).hexdigest()
+        return self.folder / f"{self.identity[:12]}-{digest[:24]}.npz"
+
+    def load(self, n_ctx: int) -> list[Any]:
+        """The saved states of this identity, for a context of ``n_ctx`` tokens (a file that
+        cannot be read is skipped)."""
+        from llama_cpp.llama import LlamaState
+
+        states = []
+        for path in sorted(self.folder.glob(f"{self.identity[:12]}-*.npz")):
+            try:
+                with np.load(path, allow_pickle=False) as saved:
+                    if str(saved["identity"]) != self.identity:
+                        continue
+                    read = saved["input_ids"].astype(np.intc)
+                    kv = saved["kv"].tobytes()
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("skipping saved prompt state %s: %s", path.name, exc)
+                continue
+            if len(read) >= n_ctx:
+                continue
+            ids = np.zeros(n_ctx, dtype=np.intc)  # llama-cpp-python's ids span the context
+            ids[: len(read)] = read
+            states.append(
+                LlamaState(
+                    input_ids=ids,
+                    scores=np.empty((0, 0), dtype=np.single),
+                    n_tokens=len(read),
+                    llama_state=kv,
+                    llama_state_size=len(kv),
+                    seed=0,
+                )
+            )
+        return states
+
+    def save(self, tokens: tuple[int, ...], state: Any) -> None:
+        """Write ``state`` (read for ``tokens``) atomically; keep the newest files only."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(tokens)
+        if path.exists():  # loaded at start and warmed again: the same state
+            path.touch()
+            return
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(partial, "wb") as out:
+            np.savez(
+                out,
+                identity=np.array(self.identity),
+                input_ids=np.asarray(state.input_ids[: state.n_tokens], dtype=np.int32),
+                kv=np.frombuffer(state.llama_state[: state.llama_state_size], dtype=np.uint8),
+            )
+        os.replace(partial, path)
+        newest_first = sorted(self.folder.glob("*.npz"), key=lambda p: p.stat().st_mtime_ns)[::-1]
+        for old in newest_first[KEPT_FILES:]:
+            old.unlink(missing_ok=True)
+
+
+def keeping_cache(capacity_bytes: int, saved: SavedOpenings, n_ctx: int) -> Any:
+    """A llama-cpp-python RAM prompt cache that starts with ``saved``'s states and writes
+    each state a request marked ``x-quire-keep: opening`` leaves."""
+    from llama_cpp import LlamaRAMCache
+
+    class KeepingCache(LlamaRAMCache):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            super().__setitem__(key, value)
+            if _keeping.get():
+                try:
+                    saved.save(tuple(key), value)
+                except OSError as exc:  # a read-only or full disk costs the next start only
+                    log.warning("could not save a prompt state: %s", exc)
+
+    cache = KeepingCache(capacity_bytes=capacity_bytes)
+    for state in saved.load(n_ctx):
+        cache.cache_state[tuple(state.input_ids[: state.n_tokens].tolist())] = state
+    return cache
+
+
+class KeepMiddleware:
+    """ASGI middleware: marks a request sent with ``x-quire-keep: opening`` (a context
+    variable the prompt cache reads in the model call's worker thread)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Handle one ASGI connection (see the class docs)."""
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        if headers.get(KEEP_HEADER.encode()) != KEEP_OPENING.encode():
+            await self.app(scope, receive, send)
+            return
+        token = _keeping.set(True)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _keeping.reset(token)
