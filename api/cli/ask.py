@@ -20,6 +20,7 @@ from api.cli.common import (
     fail,
     out,
     run_with_services,
+    start_local_model_early,
     user_name,
 )
 
@@ -121,10 +122,10 @@ def ask(
     until: UntilOption = None,
 ) -> None:
     """Ask one question about your documents; the answer streams, with citations."""
+    _check_window(since, until)
+    start_local_model_early()  # before the graph's imports: they take ~2 s
     from graphs.chat import graph, wait_for_background
     from graphs.context import Context
-
-    _check_window(since, until)
 
     async def work(services):
         context = Context(
@@ -189,11 +190,11 @@ def chat(
     until: UntilOption = None,
 ) -> None:
     """Interactive chat with streaming answers; conversation state is checkpointed in Postgres."""
+    _check_window(since, until)
+    start_local_model_early()
     from graphs.chat import wait_for_background
     from graphs.checkpoint import close_checkpointer, open_checkpointer
     from graphs.context import Context
-
-    _check_window(since, until)
 
     async def work(services):
         thread = chat_id or str(uuid.uuid4())

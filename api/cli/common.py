@@ -64,6 +64,16 @@ def user_name(services: Any, user: str | None) -> str:
     return user or services.settings.default_user
 
 
+def start_local_model_early() -> None:
+    """Find or start the local model in a thread while the command opens its database and
+    embedder, so the first answer does not wait for the model to load (~2 s); its fixed
+    prompt openings are warmed (or loaded, when an earlier process saved them) meanwhile."""
+    from agent.config import get_settings
+    from agent.model_server.endpoint import start_in_background
+
+    start_in_background(get_settings())
+
+
 def run_with_services(work: Callable[[Any], Awaitable[Any]]) -> Any:
     """Open the services, run ``work(services)``, close them; turn known errors into lines."""
     from agent.db.engine import EmbeddingMismatchError
