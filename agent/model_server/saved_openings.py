@@ -56,6 +56,23 @@ def state_identity(model: str, n_ctx: int) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
+def lean_state(tokens: list[int], kv: bytes, n_ctx: int, seed: int = 0) -> Any:
+    """A llama-cpp-python ``LlamaState`` of ``tokens`` and their KV cells, no logits (the
+    shape :mod:`agent.model_server.prompt_cache` saves): its ids span the ``n_ctx`` context."""
+    from llama_cpp.llama import LlamaState
+
+    ids = np.zeros(n_ctx, dtype=np.intc)
+    ids[: len(tokens)] = tokens
+    return LlamaState(
+        input_ids=ids,
+        scores=np.empty((0, 0), dtype=np.single),
+        n_tokens=len(tokens),
+        llama_state=kv,
+        llama_state_size=len(kv),
+        seed=seed,
+    )
+
+
 class SavedOpenings:
     """The folder of saved opening states for one :func:`state_identity`."""
 
@@ -70,8 +87,6 @@ class SavedOpenings:
     def load(self, n_ctx: int) -> list[Any]:
         """The saved states of this identity, for a context of ``n_ctx`` tokens (a file that
         cannot be read is skipped)."""
-        from llama_cpp.llama import LlamaState
-
         states = []
         for path in sorted(self.folder.glob(f"{self.identity[:12]}-*.npz")):
             try:
@@ -83,20 +98,8 @@ class SavedOpenings:
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("skipping saved prompt state %s: %s", path.name, exc)
                 continue
-            if len(read) >= n_ctx:
-                continue
-            ids = np.zeros(n_ctx, dtype=np.intc)  # llama-cpp-python's ids span the context
-            ids[: len(read)] = read
-            states.append(
-                LlamaState(
-                    input_ids=ids,
-                    scores=np.empty((0, 0), dtype=np.single),
-                    n_tokens=len(read),
-                    llama_state=kv,
-                    llama_state_size=len(kv),
-                    seed=0,
-                )
-            )
+            if len(read) < n_ctx:
+                states.append(lean_state(read.tolist(), kv, n_ctx))
         return states
 
     def save(self, tokens: tuple[int, ...], state: Any) -> None:

@@ -4,28 +4,23 @@ the next loads; only a process of the same model, build and context size uses a 
 from __future__ import annotations
 
 import time
+from typing import Any
 
-import numpy as np
 import pytest
-from llama_cpp.llama import LlamaState
 
 from agent.model_server import saved_openings
-from agent.model_server.saved_openings import KEPT_FILES, SavedOpenings, keeping_cache
+from agent.model_server.saved_openings import (
+    KEPT_FILES,
+    SavedOpenings,
+    keeping_cache,
+    lean_state,
+)
 
 N_CTX = 64
 
 
-def _state(tokens: list[int], kv: bytes) -> LlamaState:
-    ids = np.zeros(N_CTX, dtype=np.intc)  # llama-cpp-python's ids span the whole context
-    ids[: len(tokens)] = tokens
-    return LlamaState(
-        input_ids=ids,
-        scores=np.empty((0, 0), dtype=np.single),
-        n_tokens=len(tokens),
-        llama_state=kv,
-        llama_state_size=len(kv),
-        seed=7,
-    )
+def _state(tokens: list[int], kv: bytes) -> Any:
+    return lean_state(tokens, kv, N_CTX, seed=7)
 
 
 def test_a_saved_state_comes_back_with_its_tokens_and_kv_cells(tmp_path):
