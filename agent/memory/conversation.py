@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from agent.db import chats
 from agent.db.chats import ChatOwnershipError
@@ -157,6 +157,23 @@ def _trim_written_summary(summary: str, limit: int) -> str:
     return summary[:cut].rstrip() if cut > limit // 2 else _clip(summary, limit)
 
 
+def summary_update_messages(
+    previous: str | None, question: str, answer: str, limit: int
+) -> list[BaseMessage]:
+    """The model's messages for folding one exchange into a summary of ``limit`` characters
+    (the system prompt is one of the openings a model process warms)."""
+    return [
+        SystemMessage(MEMORY_UPDATE_SYSTEM.format(max_chars=limit)),
+        HumanMessage(
+            MEMORY_UPDATE_USER.format(
+                summary=(previous or "").strip() or "(none yet)",
+                question=_clean(question),
+                answer=_clip(_clean(answer), ANSWER_INPUT_CHARS),
+            )
+        ),
+    ]
+
+
 async def update_summary(
     services: Services,
     user_id: uuid.UUID,
@@ -178,18 +195,7 @@ async def update_summary(
     summary = ""
     if not is_extractive(model):
         try:
-            reply = await model.ainvoke(
-                [
-                    SystemMessage(MEMORY_UPDATE_SYSTEM.format(max_chars=limit)),
-                    HumanMessage(
-                        MEMORY_UPDATE_USER.format(
-                            summary=(previous or "").strip() or "(none yet)",
-                            question=_clean(question),
-                            answer=_clip(_clean(answer), ANSWER_INPUT_CHARS),
-                        )
-                    ),
-                ]
-            )
+            reply = await model.ainvoke(summary_update_messages(previous, question, answer, limit))
             summary = _trim_written_summary(str(reply.content), limit)
         except Exception:  # the summary is a convenience: never fail the turn for it
             logger.warning("conversation summary failed; using the plain one", exc_info=True)

@@ -42,20 +42,16 @@ log = logging.getLogger(__name__)
 def warm_messages(settings: Settings) -> list[list[dict]]:
     """The openings to warm: the grounded prompt (system prompt and worked examples),
     the deep-reasoning, not-covered, small-talk and chapter system prompts (a persona
-    changes them, and is warmed by its first question)."""
+    changes them, and is warmed by its first question), and the chat summary's."""
     name = settings.assistant_name
 
     def opening(system: str, shown: Sequence[dict] = ()) -> list[dict]:
-        return [
-            {"role": "system", "content": system.format(name=name)},
-            *shown,
-            {"role": "user", "content": ""},
-        ]
+        return [{"role": "system", "content": system}, *shown, {"role": "user", "content": ""}]
 
     return [
-        opening(prompts.GROUNDED_SYSTEM, prompts.grounded_example_messages()),
+        opening(prompts.GROUNDED_SYSTEM.format(name=name), prompts.grounded_example_messages()),
         *(
-            opening(system)
+            opening(system.format(name=name))
             for system in (
                 prompts.DEEP_SYSTEM,
                 prompts.NOT_COVERED_SYSTEM,
@@ -64,6 +60,8 @@ def warm_messages(settings: Settings) -> list[list[dict]]:
                 prompts.CHAPTER_PASSAGES_SYSTEM,
             )
         ),
+        # every turn's running-summary update (agent.memory.conversation) opens with this
+        opening(prompts.MEMORY_UPDATE_SYSTEM.format(max_chars=settings.conversation_summary_chars)),
     ]
 
 

@@ -68,3 +68,17 @@ def test_the_warmed_grounded_opening_is_the_prompt_of_every_hybrid_answer_but_it
     sent = [{"role": ROLES[type(m)], "content": m.content} for m in prompt]
     assert warmed[:-1] == sent[:-1]
     assert warmed[-1] == {"role": "user", "content": ""}
+
+
+def test_the_chat_summarys_system_prompt_is_warmed_too():
+    """Every turn's running-summary update opens with a warmed (and saved) system prompt,
+    so it reads only the exchange it folds in."""
+    from agent.memory.conversation import summary_update_messages
+
+    settings = Settings()
+    sent = summary_update_messages(
+        None, "Who is Dinah?", "Alice's cat.", settings.conversation_summary_chars
+    )
+    openings = [w[0] for w in warm_messages(settings)]
+    assert {"role": "system", "content": sent[0].content} in openings
+    assert isinstance(sent[1], HumanMessage) and "Alice's cat." in sent[1].content
