@@ -14,8 +14,9 @@ the book" reads only the question (measured here: TTFT 4.8 s cold, 517 tokens re
 
 The fixed openings' states are saved to disk by the first process that reads them, and a
 later process starts with them (:mod:`agent.model_server.saved_openings`): its warming then
-takes milliseconds. Warming is background work: an answer that arrives meanwhile stops the opening being read
-(:mod:`agent.model_server.priority`), which is sent again once the model is free.
+takes milliseconds. Warming is background work: an answer that arrives meanwhile stops the
+opening being read (:mod:`agent.model_server.priority`), which is sent again once the model
+is free.
 """
 
 from __future__ import annotations
