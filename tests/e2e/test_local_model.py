@@ -217,7 +217,7 @@ async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_excha
 
     from agent.chat.answering import grounded_messages
     from agent.config import Settings
-    from agent.model_server.warm import warm_prompt_cache
+    from agent.model_server.warm import warm_messages, warm_prompt_cache
     from agent.models import achat_model
 
     # earlier tests' chat summaries still writing would share the model with these calls
@@ -225,7 +225,8 @@ async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_excha
     await cancel_background()
     settings = Settings()
     model = await achat_model("local", settings, 0.0)
-    assert await asyncio.to_thread(warm_prompt_cache, model.server_url, settings) == 6
+    warmed = await asyncio.to_thread(warm_prompt_cache, model.server_url, settings)
+    assert warmed == len(warm_messages(settings))
 
     async def ask(messages) -> tuple[str, int, int]:
         text, usage = "", {}
