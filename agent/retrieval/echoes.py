@@ -3,19 +3,19 @@
 A grounded prompt opens with worked exchanges on a made-up document
 (:data:`agent.prompts.GROUNDED_EXAMPLES`). The 1.5B model sometimes answers from them: "Lady
 Catherine's daughter … is Marta" (the examples' keeper's daughter), "Roberts paid for the
-repairs." for a football manager, "the keeper will inherit Longbourn". Nothing in the examples can answer a reader's question, so such a
-sentence is never right: it is dropped. An example's ``#chk_`` id alone proves nothing: the
+repairs." for a football manager, "the keeper will inherit Longbourn". Nothing in the
+examples can answer a reader's question, so such a sentence is never right: it is dropped. An example's ``#chk_`` id alone proves nothing: the
 model often ends a right answer with one, and the citation guard drops it as unknown and
 cites the passage that holds the sentence's words.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from agent.retrieval.anchors import answer_sentences
 from agent.retrieval.citation_layout import CITATION_RE
+from agent.text import content_terms
 
 EXAMPLE_TERMS = frozenset(
     ["harbour", "lighthouse", "keeper", "lamp", "taper", "brass", "marta", "pier", "repair"]
@@ -25,25 +25,21 @@ passages nor the question hold took it from the examples. Words the examples sha
 ordinary answers ("paid", "year", "father") are left out: measured on 881 stored answers,
 they flag right answers."""
 
-_WORD = re.compile(r"[a-z]+")
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case words of ``text``, a plural read as its singular ("repairs" -> "repair")."""
-    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.lower())}
+# as content_terms reads a text (crudely singular: "repairs" -> "repair", "brass" -> "bras")
+_TERMS = frozenset(content_terms(" ".join(EXAMPLE_TERMS)))
 
 
 def is_example_echo(sentence: str, known: set[str]) -> bool:
     """Whether ``sentence`` holds one of the worked examples' :data:`EXAMPLE_TERMS` that no
-    ``known`` word (of the passages, the question) is."""
-    return bool(_words(CITATION_RE.sub(" ", sentence)) & (EXAMPLE_TERMS - known))
+    ``known`` word (:func:`~agent.text.content_terms` of the passages, the question) is."""
+    return bool(content_terms(CITATION_RE.sub(" ", sentence)) & (_TERMS - known))
 
 
 def without_example_echoes(answer: str, known: Iterable[str]) -> str:
     """``answer`` without the sentences copied from the worked examples (see the module
     docstring); ``known`` are the texts the model was shown (passages, question). Returns
     ``""`` when every sentence was one: the caller says the documents do not answer."""
-    vocabulary = set().union(*(_words(t) for t in known))
+    vocabulary = set().union(*(content_terms(t) for t in known))
     sentences = answer_sentences(answer.strip())
     kept = [s for s in sentences if not is_example_echo(s, vocabulary)]
     return answer if len(kept) == len(sentences) else "".join(kept).strip()
