@@ -184,8 +184,12 @@ async def update_summary(
 ) -> str:
     """Merge the new turn into the chat's summary, store it and return it.
 
-    Raises :class:`ChatOwnershipError` (before any model call) when the chat is not the
-    user's. A failing model falls back to the extractive summary.
+    A chat's first exchange is its own summary (the extractive ``Q: …; A: …`` line, no
+    model call): a model would only restate it, and a one-question chat (``quire ask``)
+    would wait seconds for that before it exits. From the second turn on, ``model`` folds
+    each exchange into the summary. Raises :class:`ChatOwnershipError` (before any model
+    call) when the chat is not the user's. A failing model falls back to the extractive
+    summary.
     """
     limit = services.settings.conversation_summary_chars
     async with services.engine.connect() as conn:
@@ -193,7 +197,7 @@ async def update_summary(
     if not owned:
         raise ChatOwnershipError(f"chat {chat_id} is not this user's")
     summary = ""
-    if not is_extractive(model):
+    if previous and previous.strip() and not is_extractive(model):
         try:
             reply = await model.ainvoke(summary_update_messages(previous, question, answer, limit))
             summary = _trim_written_summary(str(reply.content), limit)

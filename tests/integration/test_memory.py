@@ -59,15 +59,21 @@ async def test_summary_is_stored_updated_and_owner_checked(services, new_user):
     chat_id = await make_chat(services, owner.id)
     model = fake(SUMMARY_1, SUMMARY_2)
 
-    assert await update_summary(services, owner.id, chat_id, "Q1", "A1", model) == SUMMARY_1
-    assert (await load_memory(services, owner.id, chat_id)).summary == SUMMARY_1
+    # the first exchange is its own summary: no model call (a one-question chat exits at once)
+    first = await update_summary(services, owner.id, chat_id, "Q1", "A1 #chk_0123abcd", model)
+    assert first == "Q: Q1; A: A1" and model.calls == []
+    assert (await load_memory(services, owner.id, chat_id)).summary == first
 
     assert await update_summary(services, owner.id, chat_id, "Q2", "A2 #chk_0123abcd", model) == (
-        SUMMARY_2
+        SUMMARY_1
     )
-    prompt = model.calls[1][-1].content
-    assert SUMMARY_1 in prompt and "Q2" in prompt and "#chk_" not in prompt
-    assert "Goals" in model.calls[1][0].content
+    prompt = model.calls[0][-1].content
+    assert first in prompt and "Q2" in prompt and "#chk_" not in prompt
+    assert "Goals" in model.calls[0][0].content
+    assert (await load_memory(services, owner.id, chat_id)).summary == SUMMARY_1
+
+    assert await update_summary(services, owner.id, chat_id, "Q3", "A3", model) == SUMMARY_2
+    assert SUMMARY_1 in model.calls[1][-1].content
     assert (await load_memory(services, owner.id, chat_id)).summary == SUMMARY_2
 
     spy = fake("stolen")
@@ -85,6 +91,7 @@ async def test_summary_is_capped_and_survives_model_errors(services, new_user):
     chat_id = await make_chat(services, user.id)
     cap = services.settings.conversation_summary_chars
     long = "\n".join(f"- fact number {i} about the Cheshire Cat" for i in range(200))
+    await update_summary(services, user.id, chat_id, "Q0", "A0", fake())  # the first: no call
     assert len(await update_summary(services, user.id, chat_id, "Q", "A", fake(long))) <= cap
 
     broken = fake()  # no replies: the call raises
@@ -111,6 +118,7 @@ async def test_history_falls_back_to_last_ten_messages(services, new_user):
     assert await load_memory(services, intruder.id, chat_id) == ChatMemory()
     assert history_block(ChatMemory()) == ""
 
+    await update_summary(services, user.id, chat_id, "Q", "A", fake())
     await update_summary(services, user.id, chat_id, "Q", "A", fake(SUMMARY_1))
     with_summary = await load_memory(services, user.id, chat_id)
     assert len(with_summary.recent) == 10
@@ -240,3 +248,31 @@ async def test_summary_updates_of_one_chat_run_one_after_another(services, new_u
     await wait_for_background()
     summary = (await load_memory(services, user.id, chat_id)).summary
     assert "Who is Dinah?" in summary and "What does she catch?" in summary
+
+
+async def test_a_chats_first_turn_is_summarized_without_the_model(services, new_user):
+    """``quire ask`` waits for the turn's background work before it exits: a new chat's first
+    exchange is stored as its own summary, with no model call to wait for; the second turn
+    is folded in by the model."""
+    from types import SimpleNamespace
+
+    from agent.chat.finished_turn import update_chat_summary, wait_for_background
+
+    user = await new_user("one-question")
+    chat_id = await make_chat(services, user.id)
+    state = {"user_id": str(user.id), "chat_id": str(chat_id), "question": "Who is Dinah?"}
+    model = fake(SUMMARY_1)
+    await update_chat_summary(
+        services, state, SimpleNamespace(text="Alice's cat. #chk_0a1b2c3d"), model
+    )
+    await wait_for_background()
+    assert model.calls == []
+    assert (await load_memory(services, user.id, chat_id)).summary == (
+        "Q: Who is Dinah?; A: Alice's cat."
+    )
+
+    state = {**state, "question": "What does she catch?"}
+    await update_chat_summary(services, state, SimpleNamespace(text="Bats and mice."), model)
+    await wait_for_background()
+    assert len(model.calls) == 1 and "Who is Dinah?" in model.calls[0][-1].content
+    assert (await load_memory(services, user.id, chat_id)).summary == SUMMARY_1
