@@ -197,7 +197,7 @@ def _notes(rows: list[QuestionFigures], summary: dict, llm_summaries: bool) -> l
         f"summaries for Path B: {summary['writer']} writer"
         + ("" if llm_summaries else " (fast setup; --llm-summaries for the chat model)"),
         "questions asked one after another, each in a fresh chat (a follow-up in its "
-        "opener's, at once: the opener's chat summary still being written), book in scope",
+        "opener's, at once), book in scope",
         "floor: the tokens a turn's model calls read before the first answer token (the "
         "prefix cache held the rest) at llama.cpp's raw prompt speed, measured in this run; "
         "bare read: the same read (as many new tokens after as long a cached prefix) sent "
