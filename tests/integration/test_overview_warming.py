@@ -4,10 +4,7 @@ book's opening goes to the model server once its summary is written."""
 
 from __future__ import annotations
 
-import json
-import threading
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -22,6 +19,7 @@ from agent.db import summaries
 from agent.ingest.pipeline import ingest_bytes
 from agent.summaries.worker import SummaryWorker
 from tests.support.fakes import CountingWriter
+from tests.support.model_server import stand_in_model_server
 from tests.support.samples import book_text
 
 TEXT = "The ferryman Osric rows pilgrims across the grey river every morning at six. " * 4
@@ -75,26 +73,8 @@ async def test_a_starting_server_warms_the_books_summarized_last(services, new_u
 @pytest.fixture
 def model_server():
     """An HTTP server standing in for the model process: records what is posted to it."""
-    posted: list[tuple[str, dict]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            posted.append((self.path, json.loads(body)))
-            reply = json.dumps({"choices": [{"message": {"content": "."}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", posted
-    server.shutdown()
+    with stand_in_model_server() as served:
+        yield served
 
 
 async def test_a_written_summary_is_sent_to_the_model_server(services, new_user, model_server):
@@ -102,7 +82,7 @@ async def test_a_written_summary_is_sent_to_the_model_server(services, new_user,
     user = await new_user("warm-written")
     document = await _summarized(services, user, "river", "A river crossing at dawn.")
     assert await warm_summary(_local(services, local_model_url=url), document) == 1
-    [(path, body)] = posted
+    [(path, _, body)] = posted
     assert path == "/v1/chat/completions" and body["max_tokens"] == 1
     assert body["messages"] == (await overview_openings(services, 1, [document]))[0]
     # not warmed when chat runs elsewhere, nor for a book without a summary
@@ -127,4 +107,4 @@ async def test_the_summary_worker_warms_each_book_it_summarizes(
     assert await SummaryWorker(local).summarize(found.document_id)
     [opening] = await overview_openings(services, 1, [found.document_id])
     assert "Executive summary of" in opening[1]["content"]
-    assert opening in [body["messages"] for _, body in posted]
+    assert opening in [p.body["messages"] for p in posted]

@@ -6,8 +6,6 @@ fixed opening asks to be saved for the next process."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -15,32 +13,14 @@ from agent.config import Settings
 from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER
 from agent.model_server.saved_openings import KEEP_HEADER, KEEP_OPENING
 from agent.model_server.warm import warm_messages, warm_prompt_cache
+from tests.support.model_server import stand_in_model_server
 
 
 @pytest.fixture
 def model_server():
-    """A stand-in model server on a real port: records each completion request's headers
-    and messages, and answers with one token."""
-    seen: list[tuple[dict, list]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            seen.append(({k.lower(): v for k, v in self.headers.items()}, body["messages"]))
-            reply = json.dumps({"choices": [{"message": {"content": "."}}]}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", seen
-    server.shutdown()
+    """A stand-in model server on a real port: records each request, answers one token."""
+    with stand_in_model_server() as served:
+        yield served
 
 
 def test_the_grounded_opening_is_read_as_an_answer_and_the_rest_in_the_background(model_server):
@@ -50,8 +30,8 @@ def test_the_grounded_opening_is_read_as_an_answer_and_the_rest_in_the_backgroun
 
     assert warm_prompt_cache(url, settings) == len(openings)
 
-    assert [messages for _, messages in seen] == openings  # the grounded opening first
-    first, *others = [headers for headers, _ in seen]
+    assert [p.body["messages"] for p in seen] == openings  # the grounded opening first
+    first, *others = [p.headers for p in seen]
     assert PRIORITY_HEADER not in first  # an answer: a question waits for it, never stops it
     assert all(h.get(PRIORITY_HEADER) == BACKGROUND for h in others)
     assert all(h.get(KEEP_HEADER) == KEEP_OPENING for h in (first, *others))
