@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
-import threading
 import uuid
 from urllib.parse import quote
 
@@ -22,6 +21,7 @@ from agent.retrieval.citations import citation_id
 from agent.summaries.builder import summarize_document
 from agent.summaries.writers import Summary
 from api.uploads import read_upload
+from tests.support.local_http import send_body, serving
 from tests.support.paths import SHARED
 from tests.support.samples import book_text
 
@@ -280,19 +280,12 @@ async def test_url_ingestion_runs_as_a_job(client, person, services, monkeypatch
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             status, body = (200, page) if self.path == "/notes.txt" else (404, b"gone")
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_body(self, status, body, "text/plain")
 
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as base:
         user, headers = await person()
         response = await client.post(
             "/api/documents/url",
@@ -310,9 +303,6 @@ async def test_url_ingestion_runs_as_a_job(client, person, services, monkeypatch
         failed = await wait_for_job(client, headers, missing.json()["job"]["id"])
         assert failed["status"] == "failed" and failed["error"]["code"] == "fetch_failed"
         assert failed["document_id"] is None
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 async def test_text_and_transcript_routes(client, person, services):

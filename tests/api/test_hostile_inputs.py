@@ -17,7 +17,6 @@ import io
 import json
 import os
 import resource
-import threading
 import time
 import uuid
 import zipfile
@@ -36,6 +35,7 @@ from agent.ingest.pipeline import ingest_bytes
 from agent.library.accounts import add_user
 from agent.refusals import refusal_for
 from api.app import app
+from tests.support.local_http import serving
 from tests.support.paths import SHARED
 
 FOUR_PAGES = (
@@ -693,13 +693,9 @@ class _Redirects(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def redirect_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirects)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     _Redirects.hits = []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Redirects) as url:
+        yield url
 
 
 async def test_redirects_to_private_targets_fail_the_job(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from sqlalchemy import text
@@ -13,6 +12,7 @@ from sqlalchemy import text
 from agent.ingest.sources import IngestRequest, InvalidSource, ingest_source
 from graphs.ingest import IngestContext
 from graphs.ingest import graph as ingest_graph
+from tests.support.local_http import send_body, serving
 from tests.support.programs import quire
 from tests.support.samples import book_text
 
@@ -94,11 +94,7 @@ class _Site(BaseHTTPRequestHandler):
         if body is None:
             self.send_error(404)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, 200, body, "text/html; charset=utf-8")
 
     def log_message(self, *args):
         pass
@@ -106,10 +102,8 @@ class _Site(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def site():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Site.pages
-    server.shutdown()
+    with serving(_Site) as url:
+        yield url, _Site.pages
 
 
 def _page(words: str) -> bytes:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import NamedTuple
+
+from tests.support.local_http import send_body, serving
 
 
 class Posted(NamedTuple):
@@ -30,19 +31,10 @@ def stand_in_model_server() -> Iterator[tuple[str, list[Posted]]]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             posted.append(Posted(self.path, headers, body))
             reply = json.dumps({"choices": [{"message": {"content": "."}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+            send_body(self, 200, reply, "application/json")
 
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", posted
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url, posted

@@ -3,9 +3,8 @@
 import contextlib
 import ipaddress
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -17,6 +16,7 @@ from agent.ingest.fetch import (
     fetch_url,
     ip_is_public,
 )
+from tests.support.local_http import serving
 
 HTML = b"<html><head><title>Hello</title></head><body><p>Served page.</p></body></html>"
 PDF = b"%PDF-1.4 not really a pdf"
@@ -81,13 +81,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler, daemon_threads=True) as url:
+        yield url
 
 
 # --- the guard ---------------------------------------------------------------------------
