@@ -4,9 +4,10 @@ A grounded prompt opens with worked exchanges on a made-up document
 (:data:`agent.prompts.GROUNDED_EXAMPLES`). The 1.5B model sometimes answers from them: "Lady
 Catherine's daughter … is Marta" (the examples' keeper's daughter), "Roberts paid for the
 repairs." for a football manager, "the keeper will inherit Longbourn". Nothing in the
-examples can answer a reader's question, so such a sentence is never right: it is dropped. An example's ``#chk_`` id alone proves nothing: the
-model often ends a right answer with one, and the citation guard drops it as unknown and
-cites the passage that holds the sentence's words.
+examples can answer a reader's question, so such a sentence is never right: it is dropped.
+An example's ``#chk_`` id alone proves nothing: the model often ends a right answer with
+one, and the citation guard drops it as unknown and cites the passage that holds the
+sentence's words.
 """
 
 from __future__ import annotations
