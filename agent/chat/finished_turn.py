@@ -1,7 +1,7 @@
 """What a finished turn leaves behind: both messages saved (with the book in scope) and the
-tokens counted, the turn embedded for later discussions, and the chat's running summary
-updated after every turn; the slow parts run in the background, off the answer's critical
-path. A turn that failed leaves its question with the error, and is not counted.
+tokens counted, the turn embedded for later discussions, and the turn added to the chat's
+running summary (a model rewrites it later); the slow parts run in the background, off the
+answer's critical path. A turn that failed leaves its question with the error, and is not counted.
 
 ``state`` is the chat graph's state at the end of a turn.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-import weakref
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -20,14 +19,14 @@ from langchain_core.language_models import BaseChatModel
 from agent.chat.answering import Answer
 from agent.chat.route_record import routing_record
 from agent.chat.turn_log import TurnError, save_failed_question, save_turn
-from agent.memory.conversation import is_extractive, update_summary
+from agent.memory.conversation import is_extractive, record_exchange, rewrite_summary
 from agent.memory.previous_discussion import remember_turn
 from agent.services import Services
 
 log = logging.getLogger(__name__)
 
 _background: set[asyncio.Task] = set()
-"""Work after a turn (summary update, turn embedding) in flight: strong references until
+"""Work after a turn (summary rewrite, turn embedding) in flight: strong references until
 each finishes."""
 
 
@@ -39,30 +38,26 @@ async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
         log.warning(what, exc_info=True)
 
 
-_summary_locks: weakref.WeakValueDictionary[uuid.UUID, asyncio.Lock] = weakref.WeakValueDictionary()
-"""One summary update at a time per chat (each reads the summary the last one stored)."""
-
-
-async def _one_at_a_time(chat_id: uuid.UUID, work: Coroutine[Any, Any, Any]) -> None:
-    """Run ``work`` after the chat's earlier summary updates in this process: a turn asked
-    while the last one's update waits for the model (it yields to answers) must not fold
-    into the summary that update has not stored yet, or one of the two turns is lost."""
-    lock = _summary_locks.get(chat_id)
-    if lock is None:
-        lock = _summary_locks[chat_id] = asyncio.Lock()
-    async with lock:
-        await work
-
-
-def _in_background(work: Coroutine[Any, Any, Any]) -> None:
+def _in_background(work: Coroutine[Any, Any, Any]) -> asyncio.Task:
     task = asyncio.get_running_loop().create_task(work)
     _background.add(task)
     task.add_done_callback(_background.discard)
+    return task
 
 
-async def wait_for_background(timeout: float | None = None) -> int:
+_summary_rewrites: dict[uuid.UUID, asyncio.Task] = {}
+"""Each chat's model rewrite of its summary in flight (at most one: a newer exchange's
+rewrite takes the older one's line in, so the older is cancelled)."""
+
+
+async def wait_for_background(timeout: float | None = None, *, summaries: bool = True) -> int:
     """Let the work started after earlier turns finish (a CLI process about to exit);
-    returns how many tasks were still running."""
+    returns how many tasks were still running. With ``summaries`` False the summary
+    rewrites still running are cancelled instead of awaited: each turn is already in its
+    chat's stored summary as a plain line, and the chat's next rewrite folds it in."""
+    if not summaries:
+        for task in list(_summary_rewrites.values()):
+            task.cancel()
     pending = [t for t in _background if not t.done()]
     if pending:
         await asyncio.wait(pending, timeout=timeout)
@@ -123,18 +118,32 @@ async def save_answered_turn(
 async def update_chat_summary(
     services: Services, state: Mapping[str, Any], answer: Answer, model: BaseChatModel
 ) -> None:
-    """Fold the turn (any turn, small talk and fixed replies included) into the chat's
-    running summary: at once when ``model`` is extractive, otherwise (an LLM call) in the
-    background. A failure is logged, never raised: the turn is already saved."""
+    """Add the turn (any turn, small talk and fixed replies included) to the chat's running
+    summary at once, as its plain line; then, in the background, have ``model`` rewrite the
+    summary with it (not for a chat's first turn nor with the extractive model). A failure
+    is logged, never raised: the turn is already saved."""
     user_id, chat_id = uuid.UUID(state["user_id"]), uuid.UUID(state["chat_id"])
-    summary = _logged(
-        update_summary(services, user_id, chat_id, state["question"], answer.text, model),
-        f"could not update the summary of chat {chat_id}",
+    failed = f"could not update the summary of chat {chat_id}"
+    try:
+        recorded = await record_exchange(services, user_id, chat_id, state["question"], answer.text)
+    except Exception:
+        log.warning(failed, exc_info=True)
+        return
+    if not recorded.needs_rewrite or is_extractive(model):
+        return
+    earlier = _summary_rewrites.pop(chat_id, None)
+    if earlier is not None:
+        earlier.cancel()  # its line is in the summary this rewrite starts from
+    task = _in_background(
+        _logged(rewrite_summary(services, user_id, chat_id, recorded, model), failed)
     )
-    if is_extractive(model):
-        await _one_at_a_time(chat_id, summary)
-    else:  # an LLM call: keep it off the answer's critical path
-        _in_background(_one_at_a_time(chat_id, summary))
+    _summary_rewrites[chat_id] = task
+
+    def forget(done: asyncio.Task) -> None:
+        if _summary_rewrites.get(chat_id) is done:
+            del _summary_rewrites[chat_id]
+
+    task.add_done_callback(forget)
 
 
 async def save_failed_turn(

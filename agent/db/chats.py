@@ -244,12 +244,15 @@ async def messages_this_month(conn: AsyncConnection, user_id: uuid.UUID) -> int:
 
 
 async def find_conversation_summary(
-    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID
+    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, *, for_update: bool = False
 ) -> tuple[bool, str | None]:
-    """Whether the chat is the user's, and its running summary if it has one."""
+    """Whether the chat is the user's, and its running summary if it has one; with
+    ``for_update`` the chat's row stays locked until the transaction ends (a summary read to
+    be extended: another turn's extension waits, then reads this one's)."""
+    lock = " FOR UPDATE" if for_update else ""
     row = (
         await conn.execute(
-            text("SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u"),
+            text(f"SELECT conversation_summary FROM chats WHERE id = :c AND user_id = :u{lock}"),
             {"c": chat_id, "u": user_id},
         )
     ).first()
@@ -274,14 +277,24 @@ async def recent_messages(
 
 
 async def set_conversation_summary(
-    conn: AsyncConnection, user_id: uuid.UUID, chat_id: uuid.UUID, summary: str
+    conn: AsyncConnection,
+    user_id: uuid.UUID,
+    chat_id: uuid.UUID,
+    summary: str,
+    *,
+    replacing: str | None = None,
 ) -> bool:
-    """Store the chat's running summary; ``False`` if the chat is not the user's."""
+    """Store the chat's running summary; ``False`` if the chat is not the user's or, with
+    ``replacing``, if its summary is no longer that text (another turn stored one since)."""
+    params = {"s": summary, "c": chat_id, "u": user_id}
+    guard = ""
+    if replacing is not None:
+        guard, params["old"] = " AND conversation_summary = :old", replacing
     result = await conn.execute(
         text(
             "UPDATE chats SET conversation_summary = :s, updated_at = now() "
-            "WHERE id = :c AND user_id = :u"
+            f"WHERE id = :c AND user_id = :u{guard}"
         ),
-        {"s": summary, "c": chat_id, "u": user_id},
+        params,
     )
     return result.rowcount > 0

@@ -1,7 +1,8 @@
 """Conversation memory: a running summary per chat, recent turns, standalone follow-ups.
 
-After each turn the chat's summary (goals, constraints, decisions, key facts) is merged
-with the new exchange and stored on the chat. Prompts use the summary when there is one
+After each turn the exchange is added to the chat's summary at once, as a plain
+``Q: …; A: …`` line; then the model rewrites the summary (goals, constraints, decisions,
+key facts) with that line folded in, when the process lives long enough. Prompts use the summary when there is one
 and the last ``history_messages`` messages otherwise. A follow-up question ("what did she
 do next?") is rewritten into a standalone search query before retrieval.
 
@@ -174,6 +175,73 @@ def summary_update_messages(
     ]
 
 
+@dataclass(frozen=True)
+class RecordedExchange:
+    """One exchange stored in a chat's summary as its plain ``Q: …; A: …`` line."""
+
+    previous: str | None
+    """The summary before the exchange."""
+    stored: str
+    """The summary stored now: ``previous`` with the exchange's line."""
+    question: str
+    answer: str
+
+    @property
+    def needs_rewrite(self) -> bool:
+        """Whether a model should fold the line into the summary: not for a chat's first
+        exchange, which is its own summary (a model would only restate it)."""
+        return bool(self.previous and self.previous.strip())
+
+
+async def record_exchange(
+    services: Services, user_id: uuid.UUID, chat_id: uuid.UUID, question: str, answer: str
+) -> RecordedExchange:
+    """Store the exchange in the chat's summary at once, as its plain line (no model call).
+
+    Nothing waits on a model for the turn to be remembered: a process that exits before a
+    model rewrites the summary (``quire ask``) loses nothing, and the chat's next rewrite
+    folds the line in. Raises :class:`ChatOwnershipError` when the chat is not the user's.
+    """
+    limit = services.settings.conversation_summary_chars
+    async with services.engine.begin() as conn:
+        owned, previous = await chats.find_conversation_summary(
+            conn, user_id, chat_id, for_update=True
+        )
+        if not owned:
+            raise ChatOwnershipError(f"chat {chat_id} is not this user's")
+        stored = fallback_summary(previous, question, answer, limit)
+        await chats.set_conversation_summary(conn, user_id, chat_id, stored)
+    return RecordedExchange(previous, stored, question, answer)
+
+
+async def rewrite_summary(
+    services: Services,
+    user_id: uuid.UUID,
+    chat_id: uuid.UUID,
+    recorded: RecordedExchange,
+    model: BaseChatModel,
+) -> str | None:
+    """Have ``model`` fold the recorded exchange into the summary before it, and store the
+    result if the chat's summary is still the one recorded (a later exchange recorded
+    meanwhile wins: its own rewrite takes this one's line in). Returns the stored summary;
+    ``None`` when a later exchange won or the model failed (the plain line stays)."""
+    limit = services.settings.conversation_summary_chars
+    messages = summary_update_messages(recorded.previous, recorded.question, recorded.answer, limit)
+    try:
+        reply = await model.ainvoke(messages)
+    except Exception:  # the summary is a convenience: never fail the turn for it
+        logger.warning("conversation summary failed; the plain one stays", exc_info=True)
+        return None
+    summary = _trim_written_summary(str(reply.content), limit)
+    if not summary:
+        return None
+    async with services.engine.begin() as conn:
+        stored = await chats.set_conversation_summary(
+            conn, user_id, chat_id, summary, replacing=recorded.stored
+        )
+    return summary if stored else None
+
+
 async def update_summary(
     services: Services,
     user_id: uuid.UUID,
@@ -182,34 +250,15 @@ async def update_summary(
     answer: str,
     model: BaseChatModel,
 ) -> str:
-    """Merge the new turn into the chat's summary, store it and return it.
-
-    A chat's first exchange is its own summary (the extractive ``Q: …; A: …`` line, no
-    model call): a model would only restate it, and a one-question chat (``quire ask``)
-    would wait seconds for that before it exits. From the second turn on, ``model`` folds
-    each exchange into the summary. Raises :class:`ChatOwnershipError` (before any model
-    call) when the chat is not the user's. A failing model falls back to the extractive
-    summary.
+    """Merge the new turn into the chat's summary, store it and return it: the exchange's
+    plain line at once (:func:`record_exchange`), then, from a chat's second exchange on,
+    ``model``'s rewrite (:func:`rewrite_summary`; not with the extractive model). Raises
+    :class:`ChatOwnershipError` (before any model call) when the chat is not the user's.
     """
-    limit = services.settings.conversation_summary_chars
-    async with services.engine.connect() as conn:
-        owned, previous = await chats.find_conversation_summary(conn, user_id, chat_id)
-    if not owned:
-        raise ChatOwnershipError(f"chat {chat_id} is not this user's")
-    summary = ""
-    if previous and previous.strip() and not is_extractive(model):
-        try:
-            reply = await model.ainvoke(summary_update_messages(previous, question, answer, limit))
-            summary = _trim_written_summary(str(reply.content), limit)
-        except Exception:  # the summary is a convenience: never fail the turn for it
-            logger.warning("conversation summary failed; using the plain one", exc_info=True)
-    if not summary:
-        summary = fallback_summary(previous, question, answer, limit)
-    async with services.engine.begin() as conn:
-        stored = await chats.set_conversation_summary(conn, user_id, chat_id, summary)
-    if not stored:
-        raise ChatOwnershipError(f"chat {chat_id} is not this user's")
-    return summary
+    recorded = await record_exchange(services, user_id, chat_id, question, answer)
+    if not recorded.needs_rewrite or is_extractive(model):
+        return recorded.stored
+    return await rewrite_summary(services, user_id, chat_id, recorded, model) or recorded.stored
 
 
 # --- standalone questions ------------------------------------------------------------------

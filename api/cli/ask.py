@@ -141,7 +141,8 @@ def ask(
             print(json.dumps(_answer_json(state), indent=2, ensure_ascii=False))
         else:
             _print_footer(state, streamed)
-        await wait_for_background(timeout=300)  # the chat summary and turn memory
+        # the turn's memory; the summary's rewrite is left to the chat's next turn
+        await wait_for_background(timeout=300, summaries=False)
 
     run_with_services(work)
 
@@ -209,7 +210,7 @@ def chat(
                 until=until,
             )
             await _converse(graph, context, thread)
-            await wait_for_background(timeout=300)
+            await wait_for_background(timeout=300, summaries=False)
         finally:
             await close_checkpointer()
 

@@ -276,3 +276,71 @@ async def test_a_chats_first_turn_is_summarized_without_the_model(services, new_
     await wait_for_background()
     assert len(model.calls) == 1 and "Who is Dinah?" in model.calls[0][-1].content
     assert (await load_memory(services, user.id, chat_id)).summary == SUMMARY_1
+
+
+async def test_turns_added_at_once_are_all_kept(services, new_user):
+    """Turns of one chat finishing together (two server workers, two tabs) each extend the
+    summary the other stored: none is lost."""
+    import asyncio
+
+    from agent.memory.conversation import record_exchange
+
+    user = await new_user("busy-chat")
+    chat_id = await make_chat(services, user.id)
+    questions = [f"Question number {i}?" for i in range(6)]
+    await asyncio.gather(
+        *(record_exchange(services, user.id, chat_id, q, "Answer.") for q in questions)
+    )
+    summary = (await load_memory(services, user.id, chat_id)).summary
+    assert sorted(line.split(";")[0] for line in summary.splitlines()) == sorted(
+        f"Q: {q}" for q in questions
+    )
+
+
+async def test_a_rewrite_overtaken_by_a_later_turn_is_not_stored(services, new_user):
+    """A model's rewrite stores only over the summary it started from: a turn recorded
+    meanwhile keeps its line, and its own rewrite folds in the earlier one's."""
+    from agent.memory.conversation import record_exchange, rewrite_summary
+
+    user = await new_user("overtaken")
+    chat_id = await make_chat(services, user.id)
+    await record_exchange(services, user.id, chat_id, "Who is Dinah?", "Alice's cat.")
+    second = await record_exchange(services, user.id, chat_id, "What does she catch?", "Bats.")
+    third = await record_exchange(services, user.id, chat_id, "And the Cat?", "It grins.")
+    assert await rewrite_summary(services, user.id, chat_id, second, fake(SUMMARY_1)) is None
+    assert (await load_memory(services, user.id, chat_id)).summary == third.stored
+
+    model = fake(SUMMARY_2)
+    assert await rewrite_summary(services, user.id, chat_id, third, model) == SUMMARY_2
+    prompt = model.calls[0][-1].content
+    assert "What does she catch?" in prompt and "And the Cat?" in prompt
+    assert (await load_memory(services, user.id, chat_id)).summary == SUMMARY_2
+
+
+async def test_a_process_that_leaves_before_the_rewrite_loses_no_turn(services, new_user):
+    """``quire ask --chat`` exits once its answer is printed, cancelling the summary's
+    rewrite: the turn stays in the summary as its plain line, and the chat's next rewrite
+    folds it in."""
+    from types import SimpleNamespace
+
+    from agent.chat.finished_turn import update_chat_summary, wait_for_background
+
+    user = await new_user("hurried")
+    chat_id = await make_chat(services, user.id)
+    state = {"user_id": str(user.id), "chat_id": str(chat_id)}
+    slow = SlowEchoModel(messages=iter([]))
+    for question, answer in [("Who is Dinah?", "Alice's cat."), ("Her prey?", "Bats.")]:
+        turn = SimpleNamespace(text=answer)
+        await update_chat_summary(services, {**state, "question": question}, turn, slow)
+        await wait_for_background(summaries=False)
+    assert (await load_memory(services, user.id, chat_id)).summary == (
+        "Q: Who is Dinah?; A: Alice's cat.\nQ: Her prey?; A: Bats."
+    )
+
+    model = fake(SUMMARY_1)
+    turn = SimpleNamespace(text="It grins.")
+    await update_chat_summary(services, {**state, "question": "And the Cat?"}, turn, model)
+    await wait_for_background()
+    prompt = model.calls[0][-1].content
+    assert "Her prey?" in prompt and "And the Cat?" in prompt
+    assert (await load_memory(services, user.id, chat_id)).summary == SUMMARY_1
