@@ -188,9 +188,37 @@ _PAGE_NUMBER = re.compile(r"\b(?:pages?|p\.)\s*\d+", re.IGNORECASE)
 _VERDICT = re.compile(r"\b(?:yes|no|not|never|none|neither|nor)\b", re.IGNORECASE)
 
 
+# irregular verbs' past forms and their base: "Alice gave the animals prizes" restates
+# "What does Alice give the animals as prizes?"
+_IRREGULAR_PASTS = {
+    past: base
+    for base, *pasts in (
+        line.split()
+        for line in """
+        become became; begin began begun; bring brought; build built; buy bought;
+        catch caught; choose chose chosen; come came; draw drew drawn; drink drank drunk;
+        drive drove driven; eat ate eaten; fall fell fallen; feel felt; fight fought;
+        find found; fly flew flown; forget forgot forgotten; get got gotten; give gave given;
+        grow grew grown; hear heard; hold held; keep kept; know knew known; lead led;
+        leave left; lose lost; make made; mean meant; meet met; pay paid; ride rode ridden;
+        rise rose risen; run ran; say said; see saw seen; seek sought; sell sold; send sent;
+        shake shook shaken; shoot shot; sing sang sung; sink sank sunk; sit sat; sleep slept;
+        speak spoke spoken; spend spent; stand stood; steal stole stolen; swim swam swum;
+        take took taken; teach taught; tell told; think thought; throw threw thrown;
+        understand understood; wake woke woken; wear wore worn; win won; write wrote written
+        """.replace("\n", " ").split(";")
+        if line.strip()
+    )
+    for past in pasts
+}
+
+
 def _stems(text: str) -> set[str]:
-    # "trained" restates "train", "mentions" "mentioned"
-    return {re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w for w in content_terms(text)}
+    # "trained" restates "train", "mentions" "mentioned", "gave" "give"
+    return {
+        _IRREGULAR_PASTS.get(w) or (re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w)
+        for w in content_terms(text)
+    }
 
 
 _ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))

@@ -213,6 +213,11 @@ def test_grounded_answers_lose_echoed_labels(raw):
             "LayoutParser was trained on a GPU.",
             "Which GPU was used to train LayoutParser's models?",
         ),
+        (  # an irregular past restates its present
+            "Alice gave the animals as prizes after the race #chk_46af9e3e.",
+            "What does Alice give the animals as prizes after the race?",
+        ),
+        ("The Queen told the Knave #chk_612b33e9.", "What did the Queen tell the Knave?"),
     ],
 )
 def test_answers_that_say_nothing_new(answer, question):
@@ -227,6 +232,7 @@ def test_answers_that_say_nothing_new(answer, question):
         ("Yes, she is #chk_257a1490.", "Is Dinah a cat?"),
         ("No.", "Is Dinah a dog?"),
         ("The GPU is not mentioned in the passages.", "Which GPU was used?"),
+        ("She gave them comfits #chk_46af9e3e.", "What does Alice give the animals?"),
     ],
 )
 def test_answers_that_say_something(answer, question):
