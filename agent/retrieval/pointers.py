@@ -222,6 +222,11 @@ def _stems(text: str) -> set[str]:
 
 
 _ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))
+# words that join a restated question's parts and add nothing ("The estate is entailed,
+# and thus it will inherit Longbourn because the estate is entailed")
+_CONNECTIVE_STEMS = frozenset(
+    _stems("thus therefore hence also indeed because since then actually simply")
+)
 
 
 def says_nothing_new(answer: str, question: str) -> bool:
@@ -229,7 +234,7 @@ def says_nothing_new(answer: str, question: str) -> bool:
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
     Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
     plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
-    words = _stems(plain) - _stems(question) - _ABOUT_PASSAGES_STEMS
+    words = _stems(plain) - _stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict

@@ -218,6 +218,10 @@ def test_grounded_answers_lose_echoed_labels(raw):
             "What does Alice give the animals as prizes after the race?",
         ),
         ("The Queen told the Knave #chk_612b33e9.", "What did the Queen tell the Knave?"),
+        (  # connectives join the question's parts and add nothing
+            "The house is entailed, and thus it will pass to the heir because it is entailed.",
+            "Who is the heir the house will pass to, since it is entailed?",
+        ),
     ],
 )
 def test_answers_that_say_nothing_new(answer, question):
