@@ -9,12 +9,17 @@ milliseconds, even in the middle of reading a long prompt) and the server answer
 LocalServerChat`). So a follow-up asked while the chat's summary is being written starts at
 once instead of waiting seconds behind it.
 
+A background call whose client has left (a summary rewrite overtaken by a newer turn's,
+a ``quire ask`` that exited) stops the same way: llama.cpp does not notice a closed
+connection before the reply is written, and would hold the model for seconds for nobody.
+
 The abort callback is set only for the length of a background call: answers run without
 it (each check takes the GIL, once per graph node).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import threading
@@ -31,6 +36,10 @@ FIRST_PAUSE_S, LONGEST_PAUSE_S = 0.5, 4.0
 _background_call: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "quire_background_call", default=False
 )
+_client_left: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "quire_client_left", default=None
+)
+"""Set, for a background call, once its client has disconnected."""
 
 
 class Answers:
@@ -71,17 +80,42 @@ class PriorityMiddleware:
             return
         headers = dict(scope.get("headers") or [])
         if headers.get(PRIORITY_HEADER.encode()) == BACKGROUND.encode():
-            token = _background_call.set(True)
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                _background_call.reset(token)
+            await self._background(scope, receive, send)
             return
         self.answers.started()
         try:
             await self.app(scope, receive, send)
         finally:
             self.answers.ended()
+
+    async def _background(self, scope: dict, receive: Any, send: Any) -> None:
+        """A background call: marked, and watched for its client leaving once its body is
+        read (the app reads nothing more of a call that is not streamed)."""
+        left = threading.Event()
+        watcher: asyncio.Task | None = None
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left.set()
+
+        async def body() -> dict:
+            nonlocal watcher
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                left.set()
+            elif not message.get("more_body") and watcher is None:
+                watcher = asyncio.create_task(watch())
+            return message
+
+        tokens = _background_call.set(True), _client_left.set(left)
+        try:
+            await self.app(scope, body, send)
+        finally:
+            _background_call.reset(tokens[0])
+            _client_left.reset(tokens[1])
+            if watcher is not None:
+                watcher.cancel()
 
 
 def pauses_until(deadline: float) -> Iterator[float]:
@@ -99,20 +133,22 @@ ANSWERS = Answers()
 
 def yielding(create_chat_completion, answers: Answers = ANSWERS):
     """``Llama.create_chat_completion`` whose background calls (not streamed) stop when an
-    answer is waiting, raising an HTTP 429 ``yielded`` for the client to try again."""
+    answer is waiting, raising an HTTP 429 ``yielded`` for the client to try again, or when
+    their client has left."""
     from fastapi import HTTPException
 
     @functools.wraps(create_chat_completion)
     def wrapper(self, *args: Any, **kwargs: Any):
         if not _background_call.get() or kwargs.get("stream"):
             return create_chat_completion(self, *args, **kwargs)
-        if answers.waiting:  # do not even start: it would be stopped at once
+        left = _client_left.get() or threading.Event()
+        if answers.waiting or left.is_set():  # do not even start: it would be stopped at once
             raise HTTPException(YIELDED_STATUS, YIELDED)
         import llama_cpp
 
         @llama_cpp.ggml_abort_callback
         def abort(_data) -> bool:
-            return answers.waiting
+            return answers.waiting or left.is_set()
 
         ctx = self._ctx.ctx
         llama_cpp.llama_set_abort_callback(ctx, abort, None)

@@ -292,12 +292,25 @@ async def test_a_reply_stops_at_the_clients_token_limit():
     assert got["choices"][0]["message"]["content"].strip()
 
 
+def _notes_prompt(copies: int) -> str:
+    """A prompt of ~330 new tokens a copy (never cached: the notes are shuffled)."""
+    import random
+
+    words = [
+        "apple", "river", "stone", "cloud", "lamp", "violin", "harbor", "tiger", "maple",
+        "copper", "garden", "rocket", "pencil", "meadow", "candle", "falcon", "silver",
+        "bridge", "orchard", "lantern",
+    ]  # fmt: skip
+    random.Random(time.time_ns()).shuffle(words)
+    notes = "\n".join(f"Note {i}: the {w} was moved to shelf {i * 7}." for i, w in enumerate(words))
+    return "Summarize these notes in one sentence.\n" + "\n".join([notes] * copies)
+
+
 @pytest.mark.local_model
 async def test_background_work_yields_the_model_to_an_answer():
     """A summary being written when a question arrives stops at once: the answer's first
     token does not wait for it, and the summary is written afterwards (sent again)."""
     import asyncio
-    import random
 
     from agent.config import get_settings
     from agent.models import achat_model
@@ -305,34 +318,8 @@ async def test_background_work_yields_the_model_to_an_answer():
     settings = get_settings()
     background = await achat_model("local", settings, 0.0, background=True)
     model = await achat_model("local", settings, 0.0)
-    words = random.Random(time.time_ns()).sample(
-        [
-            "apple",
-            "river",
-            "stone",
-            "cloud",
-            "lamp",
-            "violin",
-            "harbor",
-            "tiger",
-            "maple",
-            "copper",
-            "garden",
-            "rocket",
-            "pencil",
-            "meadow",
-            "candle",
-            "falcon",
-            "silver",
-            "bridge",
-            "orchard",
-            "lantern",
-        ],
-        20,
-    )
-    notes = "\n".join(f"Note {i}: the {w} was moved to shelf {i * 7}." for i, w in enumerate(words))
     # ~1,000 new tokens: several seconds of prompt reading on any CPU we run on
-    prompt = f"Summarize these notes in one sentence.\n{notes}\n{notes}\n{notes}"
+    prompt = _notes_prompt(3)
     finished: dict[str, float] = {}
 
     async def summary():
@@ -350,6 +337,29 @@ async def test_background_work_yields_the_model_to_an_answer():
     assert first is not None and str(written.content).strip()
     assert first < finished["at"], "the answer waited for the background summary"
     assert first - asked < 5
+
+
+@pytest.mark.local_model
+async def test_an_abandoned_background_call_frees_the_model():
+    """A summary rewrite whose client left (overtaken by a newer turn's, or its ``quire ask``
+    exited) stops reading: the next background call does not wait for ~2,000 tokens read
+    for nobody (tens of seconds on 2 cores)."""
+    import asyncio
+    import contextlib
+
+    from agent.config import get_settings
+    from agent.models import achat_model
+
+    background = await achat_model("local", get_settings(), 0.0, background=True)
+    task = asyncio.create_task(background.ainvoke(_notes_prompt(6), max_tokens=60))
+    await asyncio.sleep(1.0)  # its prompt is being read
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    started = time.monotonic()
+    reply = await background.ainvoke("Reply with the single word: ready", max_tokens=3)
+    assert str(reply.content).strip()
+    assert time.monotonic() - started < 8
 
 
 def _state(services) -> dict:
