@@ -2,9 +2,10 @@
 
 After each turn the exchange is added to the chat's summary at once, as a plain
 ``Q: …; A: …`` line; then the model rewrites the summary (goals, constraints, decisions,
-key facts) with that line folded in, when the process lives long enough. Prompts use the summary when there is one
-and the last ``history_messages`` messages otherwise. A follow-up question ("what did she
-do next?") is rewritten into a standalone search query before retrieval.
+key facts) with that line folded in, when the process lives long enough. Prompts use the
+summary when there is one and the last ``history_messages`` messages otherwise. A
+follow-up question ("what did she do next?") is rewritten into a standalone search query
+before retrieval.
 
 The LLM-free ``extractive`` model gets deterministic fallbacks for both.
 """
@@ -250,8 +251,8 @@ async def update_summary(
     answer: str,
     model: BaseChatModel,
 ) -> str:
-    """Merge the new turn into the chat's summary, store it and return it: the exchange's
-    plain line at once (:func:`record_exchange`), then, from a chat's second exchange on,
+    """Merge the new turn into the chat's summary in one call (for a caller that waits for
+    the model), store it and return it: the exchange's plain line at once (:func:`record_exchange`), then, from a chat's second exchange on,
     ``model``'s rewrite (:func:`rewrite_summary`; not with the extractive model). Raises
     :class:`ChatOwnershipError` (before any model call) when the chat is not the user's.
     """
