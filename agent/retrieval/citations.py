@@ -9,6 +9,7 @@ clearly come from one chunk.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import uuid
 from collections.abc import Iterable, Sequence
@@ -113,6 +114,37 @@ def _answer_words_elsewhere(
     return best if holds(best) > max(holds(i) for i in ids) else None
 
 
+def _kin(a: str, b: str) -> bool:
+    """Whether two content words are one word's forms ("flamingo", "flamingoes"; "amiable",
+    "amiably"): equal, or sharing all but their last two letters (four at least)."""
+    if a == b:
+        return True
+    return len(os.path.commonprefix([a, b])) >= max(4, min(len(a), len(b)) - 2)
+
+
+_SPACED_CITATION = re.compile(rf"[ \t]*(?:{CITATION_RE.pattern})")
+# the words of a noun phrase: what follows "a", "the", "his"… ("turns into a pig")
+_NOUN_PHRASE = re.compile(
+    r"\b(?:a|an|the|his|her|its|their|some|this|that)\s+([\w'-]+(?:\s+[\w'-]+)?)", re.I
+)
+
+
+def _held_nowhere(sentence: str, terms: set[str], asked: set[str], passages: _Passages) -> bool:
+    """Whether a sentence adds to the question a thing it names (a noun phrase's word) and
+    no passage holds any word it adds, nor a form of one: what it states comes from the
+    model, not from the documents ("The Duchess's baby turns into a pig" when no passage
+    says "pig"). A sentence that adds only a verb ("She shrank") is left to the other
+    checks: a model retells a passage in its own verbs."""
+    added = {w for w in terms - asked if w.rstrip("s") not in asked}
+    if not asked or not added:
+        return False
+    named = set().union(*(_terms(m) for m in _NOUN_PHRASE.findall(sentence))) & added
+    if not named:
+        return False
+    held = set().union(*passages.terms.values())
+    return not any(_kin(a, h) for a in added for h in held)
+
+
 def _recite(
     sentence: str,
     passages: _Passages,
@@ -125,6 +157,8 @@ def _recite(
     plain = CITATION_RE.sub(" ", sentence)
     terms, marks = _terms(plain), anchors(plain, passages.names) - asked_marks
     ids = cited_ids(sentence)
+    if ids and _held_nowhere(plain, terms, asked, passages):  # no passage supports it: cite none
+        return tidy_spacing(_SPACED_CITATION.sub("", sentence))
     if len(terms) < min_support and not marks:
         return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
     best_id, best_marks, best_terms = passages.best(terms, marks)
@@ -178,7 +212,8 @@ def guard_citations(
        least ``min_support`` words) moves to that one; a sentence with no citation gets the
        chunk it clearly comes from, if any.
     4. With the ``question``: a citation moves to the chunk holding more of the words the
-       sentence adds to the question (its answer) than the chunks it cites.
+       sentence adds to the question (its answer) than the chunks it cites; a sentence
+       that names a thing and whose added words no chunk holds (in any form) cites none.
     """
     known = {c.citation_id for c in chunks}
 

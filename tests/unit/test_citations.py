@@ -220,6 +220,29 @@ def test_a_citation_holding_the_answer_words_stays():
     assert guard_citations(answer, [BABY, PIG], question=question) == answer
 
 
+def test_a_thing_no_passage_names_is_cited_to_none():
+    """The model's own knowledge is not the documents': a sentence naming what no passage
+    holds (in any form) loses its citation, the others keep theirs."""
+    question = "What does the Duchess's baby turn into?"
+    answer = "The Duchess's baby turns into a pig #chk_66666666. The baby howled #chk_66666666."
+    assert guard_citations(answer, [BABY], question=question) == (
+        "The Duchess's baby turns into a pig. The baby howled #chk_66666666."
+    )
+    gift = "Darcy gives Elizabeth a letter. #chk_66666666"
+    asked = "What does Darcy give Elizabeth?"
+    assert guard_citations(gift, [BABY], question=asked) == "Darcy gives Elizabeth a letter."
+    # a form of a passage's word is that word ("flamingo", "flamingoes")
+    mallets = CitableChunk("#chk_88888888", "The mallets were live flamingoes.")
+    croquet = "Alice uses a flamingo #chk_88888888."
+    assert guard_citations(croquet, [mallets], question="What does Alice use as a mallet?") == (
+        croquet
+    )
+    # a passage retold in the model's own verbs keeps its citation
+    cake = CitableChunk("#chk_99999999", "Alice ate the cake and began shrinking directly.")
+    shrank = "She shrank #chk_99999999."
+    assert guard_citations(shrank, [cake], question="What did Alice do?") == shrank
+
+
 def test_ids_opening_an_answer_end_its_first_sentence():
     # a small model echoes the passages' layout: the id first, then the answer
     fixed = guard_citations("#chk_77777777\n\nIt became a pig.\nThe end.", [BABY, PIG])
