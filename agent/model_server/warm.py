@@ -107,7 +107,8 @@ def warm_openings(
             body = {"messages": messages, "max_tokens": 1, "temperature": 0}
             try:
                 _post_when_free(client, body, time.monotonic() + timeout)
-            except httpx.ConnectError as exc:  # the model stopped (its owner is leaving)
+            # the model stopped (its owner is leaving): no connection, or a hang-up mid-call
+            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
                 log.debug("stopped warming the model's prompt cache: %s", exc)
                 break
             except httpx.HTTPError as exc:

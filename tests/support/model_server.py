@@ -21,8 +21,10 @@ class Posted(NamedTuple):
 
 
 @contextlib.contextmanager
-def stand_in_model_server() -> Iterator[tuple[str, list[Posted]]]:
-    """Serve on a free local port; yields its URL and the list of requests posted to it."""
+def stand_in_model_server(answered: int | None = None) -> Iterator[tuple[str, list[Posted]]]:
+    """Serve on a free local port; yields its URL and the list of requests posted to it.
+    After ``answered`` replies (if set) it hangs up on every request without a reply, as a
+    model process does when its owner stops it."""
     posted: list[Posted] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -30,6 +32,9 @@ def stand_in_model_server() -> Iterator[tuple[str, list[Posted]]]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             headers = {k.lower(): v for k, v in self.headers.items()}
             posted.append(Posted(self.path, headers, body))
+            if answered is not None and len(posted) > answered:
+                self.close_connection = True
+                return
             reply = json.dumps({"choices": [{"message": {"content": "."}}]}).encode()
             send_body(self, 200, reply, "application/json")
 

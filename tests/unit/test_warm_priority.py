@@ -40,3 +40,14 @@ def test_the_grounded_opening_is_read_as_an_answer_and_the_rest_in_the_backgroun
 
 def test_no_server_warms_nothing():
     assert warm_prompt_cache("http://127.0.0.1:9", Settings(), timeout=2) == 0
+
+
+def test_a_model_stopped_mid_warming_ends_it_quietly(caplog):
+    """A ``quire ask`` that exits stops its model process while the openings are warmed: the
+    warming ends without a warning on the user's screen."""
+    quiet = caplog.at_level("DEBUG", logger="agent.model_server.warm")
+    with stand_in_model_server(answered=1) as (url, seen), quiet:
+        assert warm_prompt_cache(url, Settings()) == 1
+    assert len(seen) == 2  # the grounded opening, then one that got no reply
+    assert "stopped warming" in caplog.text
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
