@@ -115,9 +115,10 @@ def _answer_words_elsewhere(
 
 
 def _kin(a: str, b: str) -> bool:
-    """Whether two content words are one word's forms ("flamingo", "flamingoes"; "amiable",
-    "amiably"): equal, or sharing all but their last two letters (four at least)."""
-    if a == b:
+    """Whether two content words are one word's forms ("pig", "pigs"; "flamingo",
+    "flamingoes"; "amiable", "amiably"): equal but for a plural "s", or sharing all but the
+    shorter one's last two letters (four at least)."""
+    if a.rstrip("s") == b.rstrip("s"):
         return True
     return len(os.path.commonprefix([a, b])) >= max(4, min(len(a), len(b)) - 2)
 

@@ -231,7 +231,10 @@ def test_a_thing_no_passage_names_is_cited_to_none():
     gift = "Darcy gives Elizabeth a letter. #chk_66666666"
     asked = "What does Darcy give Elizabeth?"
     assert guard_citations(gift, [BABY], question=asked) == "Darcy gives Elizabeth a letter."
-    # a form of a passage's word is that word ("flamingo", "flamingoes")
+    # a form of a passage's word is that word ("flamingo", "flamingoes"; "pig", "pigs")
+    sty = CitableChunk("#chk_88888888", "The babies all turned into pigs.")
+    pigs = "The baby turns into a pig #chk_88888888."
+    assert guard_citations(pigs, [sty], question=question) == pigs
     mallets = CitableChunk("#chk_88888888", "The mallets were live flamingoes.")
     croquet = "Alice uses a flamingo #chk_88888888."
     assert guard_citations(croquet, [mallets], question="What does Alice use as a mallet?") == (
