@@ -72,17 +72,21 @@ class _Passages:
     terms: dict[str, set[str]]
     words: dict[str, set[str]]
     names: set[str]
+    vocabulary: frozenset[str]
+    """Every chunk's content words together."""
 
     @classmethod
     def of(cls, chunks: Sequence[CitableChunk]) -> _Passages:
         names: set[str] = set()
         for c in chunks:
             names |= names_in(c.text)
+        terms = {c.citation_id: _terms(c.text) for c in chunks}
         return cls(
             chunks,
-            {c.citation_id: _terms(c.text) for c in chunks},
+            terms,
             {c.citation_id: anchor_vocabulary(c.text) for c in chunks},
             names,
+            frozenset().union(*terms.values()),
         )
 
     def best(self, terms: set[str], marks: set[str]) -> tuple[str, int, int]:
@@ -142,8 +146,7 @@ def _held_nowhere(sentence: str, terms: set[str], asked: set[str], passages: _Pa
     named = set().union(*(_terms(m) for m in _NOUN_PHRASE.findall(sentence))) & added
     if not named:
         return False
-    held = set().union(*passages.terms.values())
-    return not any(_kin(a, h) for a in added for h in held)
+    return not any(_kin(a, h) for a in added for h in passages.vocabulary)
 
 
 def _recite(
