@@ -296,6 +296,13 @@ class Settings(BaseSettings):
     drop_invented_claims: bool = True  # answer sentences naming what no passage holds
     focus_sentences: int = Field(default=2, ge=1)
     focus_neighbours: int = Field(default=2, ge=0)
+    local_focus_passage_chars: int = Field(
+        default=900,
+        ge=0,
+        description="Most characters of one focused passage for the CPU model: the neighbour "
+        "sentences farthest from the best ones go first, so long sentences keep fewer "
+        "(0: as long as the passage's window).",
+    )
     # the local model rewrites follow-ups for search (~2 s before the first token); off: the
     # last question's key terms are added. Hosted models always rewrite.
     local_rewrite_follow_ups: bool = False
@@ -381,6 +388,13 @@ class Settings(BaseSettings):
             return self.max_context_chars
         local = {"deep": self.local_deep_context_chars, "chapter": self.local_chapter_context_chars}
         return local.get(mode, self.local_max_context_chars)
+
+    def focus_passage_chars(self, model_name: str) -> int | None:
+        """Most characters one focused passage keeps: a cap on the CPU model only, whose
+        first token waits for every prompt token; hosted models keep the window's length."""
+        if model_name != "local" or not self.local_focus_passage_chars:
+            return None
+        return self.local_focus_passage_chars
 
     def discussion_budget(self, model_name: str) -> int:
         """Characters of earlier discussion in a prompt; none for the 1.5B CPU model, which

@@ -16,6 +16,7 @@ from langchain_core.messages import (
 
 from agent import prompts
 from agent.retrieval.anchors import without_invented_claims
+from agent.retrieval.asked_names import names_nothing_asked
 from agent.retrieval.citations import (
     CitableChunk,
     cited_ids,
@@ -148,8 +149,9 @@ def finish_grounded(
     (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
     its citations (:func:`without_absence_citations`); and an answer that says nothing the
     question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
-    answered" reply; one that is only a citation id becomes the sentence of that passage
-    which best matches the question, quoted (:func:`pointed_sentence`).
+    answered" reply, as does one that leaves a question asking for a name without a name
+    (:func:`names_nothing_asked`); one that is only a citation id becomes the sentence of
+    that passage which best matches the question, quoted (:func:`pointed_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -164,7 +166,7 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        if question and says_nothing_new(text, question):  # a restated question, a bare id
+        if question and (says_nothing_new(text, question) or names_nothing_asked(text, question)):
             text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]

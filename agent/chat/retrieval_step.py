@@ -130,6 +130,7 @@ async def retrieve_context(
             model=model,
             query_vector=vector,
             cite_holders=True,
+            passage_chars=settings.focus_passage_chars(spec),
         ),
         previous_discussion(
             services,
@@ -188,6 +189,7 @@ async def call_knowledge_tool(
         SearchOptions(k=settings.top_k(spec), threshold=settings.threshold_specific),
         max_chars=budget,
         cite_holders=True,
+        passage_chars=settings.focus_passage_chars(spec),
     )
     # passages below the relevance floor were never evidence: found again, they are new
     seen = {c["id"] for c in state.get("retrieved", [])} if state.get("relevant") else set()

@@ -109,13 +109,16 @@ def _focus(
     hits: int,
     neighbours: int,
     wholes: Mapping[str, str] | None = None,
+    most: int | None = None,
 ) -> dict[str, tuple[list[str], list[int]]]:
     """Each passage's sentences and the indexes of those kept (all of a short passage).
 
     ``wholes[cid]``: the text the passage was cut from (its parent). The best sentences are
     still picked within the passage, but their neighbours come from the whole text, so a
     best sentence at the passage's edge keeps the sentences after it (the name the next
-    line gives, "What is his name?" "Bingley.")."""
+    line gives, "What is his name?" "Bingley."). ``most``: characters a focused passage may
+    keep; the neighbours farthest from a best sentence go first (long sentences keep fewer
+    neighbours)."""
     split = {cid: _sentences(text) for cid, text in passages.items()}
     weights = _weights(question, list(split.values()))
     focused: dict[str, tuple[list[str], list[int]]] = {}
@@ -136,6 +139,8 @@ def _focus(
         fallback = list(range(lo, hi + 1 if short else lo + hits))
         # as long as the passage at most: its neighbours may cross its edges, not grow it
         limit = len(passages[cid]) if span is not None else None
+        if most:
+            limit = min(limit or most, most)
         kept = _kept(scores, hits, neighbours, [len(x) for x in sentences], limit)
         focused[cid] = (sentences, kept or fallback)
     return focused
@@ -148,13 +153,15 @@ def focus_passages(
     hits: int = 2,
     neighbours: int = 1,
     wholes: Mapping[str, str] | None = None,
+    most: int | None = None,
 ) -> dict[str, str]:
     """Each passage (by citation id) cut to the sentences that answer ``question`` best and
     their ``neighbours`` (see the module docs). A passage none of whose sentences shares a
-    question word keeps its first ``hits`` sentences; a short one is kept whole."""
+    question word keeps its first ``hits`` sentences; a short one is kept whole. ``most``:
+    characters a focused passage may keep (its farthest neighbours go first)."""
+    focused = _focus(question, passages, hits, neighbours, wholes, most)
     return {
-        cid: _joined(sentences, keep) or passages[cid]
-        for cid, (sentences, keep) in _focus(question, passages, hits, neighbours, wholes).items()
+        cid: _joined(sentences, keep) or passages[cid] for cid, (sentences, keep) in focused.items()
     }
 
 
@@ -194,6 +201,7 @@ def focus_by_holder(
     hits: int = 2,
     neighbours: int = 1,
     wholes: Mapping[str, str] | None = None,
+    most: int | None = None,
 ) -> dict[str, list[tuple[str, str]]]:
     """:func:`focus_passages`, with each kept sentence under the chunk that holds it.
 
@@ -204,7 +212,7 @@ def focus_by_holder(
     ``(citation id, focused text)`` for each chunk holding kept sentences, in order of
     their first kept sentence.
     """
-    focused = _focus(question, passages, hits, neighbours, wholes)
+    focused = _focus(question, passages, hits, neighbours, wholes, most)
     runs: dict[str, list[tuple[str, str]]] = {}
     for cid, (sentences, keep) in focused.items():
         if not sentences:

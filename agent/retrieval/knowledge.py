@@ -81,13 +81,15 @@ async def knowledge_search(
     compress: bool | None = None,
     query_vector: Sequence[float] | None = None,
     cite_holders: bool = False,
+    passage_chars: int | None = None,
 ) -> KnowledgeSearch:
     """Search, then build the cited context (compressing paragraphs if enabled);
     ``query_vector``: the question already embedded (see :func:`search`).
 
     ``cite_holders`` (a model's prompt, not a result list): a focused passage's sentences go
     under the sibling chunks that hold them (:func:`~agent.retrieval.focus.focus_by_holder`),
-    so the context may cite more chunks than were found."""
+    so the context may cite more chunks than were found. ``passage_chars``: the most
+    characters one focused passage keeps (none: its window's length)."""
     settings = services.settings
     result = await search(
         services, scope, question, options, model=model, query_vector=query_vector
@@ -122,11 +124,17 @@ async def knowledge_search(
                 hits=hits,
                 neighbours=neighbours,
                 wholes=wholes,
+                most=passage_chars,
             )
             chunks, paragraphs = _under_holders(chunks, runs, siblings)
         else:
             paragraphs = focus_passages(
-                question, windows, hits=hits, neighbours=neighbours, wholes=wholes
+                question,
+                windows,
+                hits=hits,
+                neighbours=neighbours,
+                wholes=wholes,
+                most=passage_chars,
             )
     if paragraphs:  # both sides of a conflict stay whole: compression may cut the value
         paragraphs = {cid: text for cid, text in paragraphs.items() if cid not in keep}

@@ -68,3 +68,38 @@ async def test_a_result_list_keeps_to_the_chunks_found(services, alice_reader):
     assert {c.citation_id for c in found.context.chunks} <= {
         c.citation_id for c in found.result.chunks
     }
+
+
+async def test_the_cpu_models_passages_are_capped_and_keep_their_answers(services, alice_reader):
+    # long sentences keep fewer neighbours: a shorter prompt, the same answers in it
+    user, book = alice_reader
+    settings = services.settings
+    cap = settings.focus_passage_chars("local")
+    assert cap and settings.focus_passage_chars("openai:gpt-4o-mini") is None
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    items = [
+        i
+        for i in load_dataset(ROOT / "tests" / "data" / "answers.jsonl")
+        if not i.unanswerable and any("alice" in p.name for p in i.documents)
+    ]
+    shorter = 0
+    for item in items:
+        texts = []
+        for most in (None, cap):
+            found = await knowledge_search(
+                services,
+                scope,
+                item.question,
+                SearchOptions(k=settings.local_top_k, threshold=settings.threshold_specific),
+                max_chars=settings.local_max_context_chars,
+                cite_holders=True,
+                passage_chars=most,
+            )
+            texts.append(found.context.text)
+        whole, capped = texts
+        assert len(capped) <= len(whole), item.question
+        shorter += len(capped) < len(whole)
+        for answer in item.answers:
+            if answer.lower() in whole.lower():
+                assert answer.lower() in capped.lower(), (item.question, answer)
+    assert shorter >= 3

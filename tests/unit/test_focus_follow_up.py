@@ -46,6 +46,21 @@ def test_a_passage_keeps_its_matching_sentences_and_their_neighbours():
     assert len(pool) < len(POOL) / 2
 
 
+def test_a_passage_keeps_at_most_its_characters_dropping_the_farthest_neighbours():
+    question = "What does the Rabbit take out of its waistcoat-pocket?"
+    whole = focus_passages(question, {"#chk_a": POOL}, hits=1, neighbours=2)["#chk_a"]
+    capped = focus_passages(question, {"#chk_a": POOL}, hits=1, neighbours=2, most=200)["#chk_a"]
+    # the best sentence and its nearest neighbours stay; the farthest go first
+    assert "took a watch out of its waistcoat-pocket" in capped
+    assert "White Rabbit with pink eyes" in capped
+    assert "daisy-chain" in whole and "daisy-chain" not in capped
+    assert "ran across the field" in whole and "ran across the field" not in capped
+    assert len(capped) < len(whole)
+    # a best sentence longer than the cap is still shown
+    alone = focus_passages(question, {"#chk_a": POOL}, hits=1, neighbours=2, most=10)["#chk_a"]
+    assert "took a watch out of its waistcoat-pocket" in alone
+
+
 def test_words_every_passage_shares_count_for_little():
     # "Alice" is in every passage; "cat" in one sentence: that sentence is the one kept
     focused = focus_passages("Who is Alice's cat?", {"#chk_a": POOL, "#chk_b": CAT}, hits=1)

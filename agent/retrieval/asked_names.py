@@ -1,0 +1,94 @@
+"""A question that asks for a name, answered without one.
+
+"What is the name of Mr. Darcy's estate in Derbyshire?" answered "Mr. Darcy's estate in
+Derbyshire is a noble one #chk_…": the 1.5B model wrote a sentence around the question's own
+words when its passages did not give the name. The reader learns nothing, and the citation
+opens a paragraph without the name. :func:`names_nothing_asked` tells such answers apart; the
+caller replies that the documents were searched and do not say it.
+
+Only questions that plainly ask for a name count ("What is the name of …", "What was his
+first name?", "What is the lizard called?"); a "Who …?" question may be answered by a
+description ("the narrator's aunt"), so it never does. An answer names something when it
+holds a capitalised word the question does not (a title such as "Mr" or a sentence's "The"
+does not count), a quotation, a number the question lacks, or letters of a script without
+case: the check only ever takes an answer that certainly names nothing new.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.retrieval.citations import CITATION_RE
+from agent.text import STOPWORDS
+
+_ASKS_NAME = re.compile(
+    r"^\W*what(?:'s|’s|\s+(?:is|was|are|were))\b[^?]*?\bnames?\s*(?:of\b|\?|$)|"
+    r"^\W*what\s+(?:is|was|are|were)\b[^?]*\bcalled\s*\??\s*$",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_NUMBER = re.compile(r"\d+")
+_QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
+# capitalised, yet no name: titles, and the words a sentence commonly opens with
+_NOT_NAMES = STOPWORDS | {
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "dr",
+    "sir",
+    "lady",
+    "lord",
+    "st",
+    "according",
+    "based",
+    "yes",
+    "no",
+    "name",
+    "named",
+    "called",
+    "both",
+    "one",
+    "these",
+    "those",
+    "our",
+    "its",
+    "his",
+    "him",
+    "after",
+    "before",
+    "then",
+    "here",
+    "however",
+    "unfortunately",
+    "sorry",
+}
+
+
+def asks_for_a_name(question: str) -> bool:
+    """Whether ``question`` plainly asks for a name ("What is the name of …?", "What was
+    his first name?", "What is the lizard called?")."""
+    return bool(_ASKS_NAME.search(question.strip()))
+
+
+def _key(word: str) -> str:
+    """``word`` lower-cased without a possessive ("Darcy's" -> "darcy")."""
+    return re.sub(r"['’]s?$", "", word.lower())
+
+
+def names_nothing_asked(answer: str, question: str) -> bool:
+    """Whether ``answer`` leaves a question asking for a name (:func:`asks_for_a_name`)
+    without one: no capitalised word the question lacks, no quotation, no new number and
+    no letters of a caseless script (see the module docs)."""
+    if not asks_for_a_name(question):
+        return False
+    plain = CITATION_RE.sub(" ", answer)
+    if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
+        return False
+    if any(c.isalpha() and not c.isupper() and not c.islower() for c in plain):
+        return False  # Chinese, Japanese, Arabic…: no capitals to go by
+    asked = {_key(w) for w in _WORD.findall(question)}
+    return not any(
+        w[0].isupper() and _key(w) not in asked and _key(w) not in _NOT_NAMES
+        for w in _WORD.findall(plain)
+    )

@@ -1,0 +1,86 @@
+"""A question asking for a name, answered without one, gets the plain "not found" reply."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import prompts
+from agent.chat.answering import finish_grounded
+from agent.retrieval.asked_names import asks_for_a_name, names_nothing_asked
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("What is the name of Mr. Darcy's estate in Derbyshire?", True),
+        ("What was the first name of the second daughter?", True),
+        ("What is Darcy's sister's name?", True),
+        ("What's the name of the ship?", True),
+        ("What is the lizard called?", True),
+        ("Who is the eldest Bennet sister?", False),  # may be answered by a description
+        ("What does the name Dinah mean?", False),
+        ("What happened to the man called Bill after that?", False),
+        ("Which club did he join?", False),
+    ],
+)
+def test_questions_asking_for_a_name(question, asks):
+    assert asks_for_a_name(question) is asks
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Mr. Darcy's estate in Derbyshire is a noble one #chk_2a6de782.",
+        "The estate is very large and has a fine park.",
+        "His estate in Derbyshire #chk_2a6de782",
+    ],
+)
+def test_answers_naming_nothing_asked(answer):
+    assert names_nothing_asked(answer, "What is the name of Mr. Darcy's estate in Derbyshire?")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Pemberley #chk_2a6de782",
+        "Mr. Darcy's estate in Derbyshire is Pemberley #chk_2a6de782.",
+        "It is called “the great house” by the villagers.",  # a quotation may be a name
+        "The estate is Lot 42.",
+        "庄园叫彭伯里。",  # no capitals in this script: never taken
+    ],
+)
+def test_answers_that_name_something(answer):
+    assert not names_nothing_asked(answer, "What is the name of Mr. Darcy's estate in Derbyshire?")
+
+
+def test_a_description_answers_a_question_not_asking_for_a_name():
+    assert not names_nothing_asked("Her elder sister.", "Who is the eldest Bennet sister?")
+
+
+_RETRIEVED = [
+    {
+        "id": "#chk_2a6de782",
+        "chunk_id": "c1",
+        "text": "Pemberley, his estate in Derbyshire, is a noble one.",
+        "source": "Book",
+    }
+]
+
+
+def test_a_hybrid_answer_without_the_name_asked_is_not_found():
+    question = "What is the name of Mr. Darcy's estate in Derbyshire?"
+    raw = "Mr. Darcy's estate in Derbyshire is a noble one #chk_2a6de782."
+    hybrid = finish_grounded(
+        raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert hybrid.text == prompts.NOT_ANSWERED
+    assert hybrid.citations == []
+    named = finish_grounded(
+        "It is Pemberley #chk_2a6de782.",
+        _RETRIEVED,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question=question,
+    )
+    assert named.text == "It is Pemberley #chk_2a6de782."
