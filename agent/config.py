@@ -296,13 +296,9 @@ class Settings(BaseSettings):
     drop_invented_claims: bool = True  # answer sentences naming what no passage holds
     focus_sentences: int = Field(default=2, ge=1)
     focus_neighbours: int = Field(default=2, ge=0)
-    local_focus_passage_chars: int = Field(
-        default=900,
-        ge=0,
-        description="Most characters of one focused passage for the CPU model: the neighbour "
-        "sentences farthest from the best ones go first, so long sentences keep fewer "
-        "(0: as long as the passage's window).",
-    )
+    # the most characters one focused passage keeps for the CPU model: its neighbours
+    # farthest from the best sentences go first (0: as long as the passage's window)
+    local_focus_passage_chars: int = Field(default=900, ge=0)
     # the local model rewrites follow-ups for search (~2 s before the first token); off: the
     # last question's key terms are added. Hosted models always rewrite.
     local_rewrite_follow_ups: bool = False
@@ -344,15 +340,9 @@ class Settings(BaseSettings):
     )
 
     # --- memory and corrections -----------------------------------------------------------
-    history_messages: int = Field(
-        default=10, description="Recent messages used as history when a chat has no summary."
-    )
-    conversation_summary_chars: int = Field(
-        default=1200, description="Cap on a chat's running conversation summary."
-    )
-    correction_min_similarity: float = Field(
-        default=0.2, description="Cosine floor for a correction to count as relevant."
-    )
+    history_messages: int = 10  # recent messages used as history when a chat has no summary
+    conversation_summary_chars: int = 1200  # cap on a chat's running conversation summary
+    correction_min_similarity: float = 0.2  # cosine floor for a correction to count as relevant
     max_corrections: int = Field(default=3, description="Corrections put in the system prompt.")
 
     # --- users -------------------------------------------------------------------------
@@ -360,9 +350,7 @@ class Settings(BaseSettings):
         default=None, description="Chat turns a user may have per month (unset: unlimited)."
     )
     default_user: str = "local"
-    api_max_question_chars: int = Field(
-        default=8000, description="Longest question the HTTP API accepts (characters)."
-    )
+    api_max_question_chars: int = 8000  # longest question the HTTP API accepts (characters)
     checkpoint_pool_size: int = Field(
         default=10, description="Postgres connections for the API's chat checkpointer."
     )
@@ -390,11 +378,8 @@ class Settings(BaseSettings):
         return local.get(mode, self.local_max_context_chars)
 
     def focus_passage_chars(self, model_name: str) -> int | None:
-        """Most characters one focused passage keeps: a cap on the CPU model only, whose
-        first token waits for every prompt token; hosted models keep the window's length."""
-        if model_name != "local" or not self.local_focus_passage_chars:
-            return None
-        return self.local_focus_passage_chars
+        """Most characters one focused passage keeps: capped for the CPU model only."""
+        return (self.local_focus_passage_chars or None) if model_name == "local" else None
 
     def discussion_budget(self, model_name: str) -> int:
         """Characters of earlier discussion in a prompt; none for the 1.5B CPU model, which

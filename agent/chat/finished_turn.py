@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,10 +31,11 @@ _background: set[asyncio.Task] = set()
 each finishes."""
 
 
-async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
-    """Run ``work``; log (never raise) its failure."""
+async def _logged(work: Callable[[], Awaitable[Any]], what: str) -> None:
+    """Run ``work()``; log (never raise) its failure. ``work`` is called inside the task, so
+    a task cancelled before it starts leaves no coroutine that was never awaited."""
     try:
-        await work
+        await work()
     except Exception:
         log.warning(what, exc_info=True)
 
@@ -135,7 +137,7 @@ async def update_chat_summary(
     if earlier is not None:
         earlier.cancel()  # its line is in the summary this rewrite starts from
     task = _in_background(
-        _logged(rewrite_summary(services, user_id, chat_id, recorded, model), failed)
+        _logged(partial(rewrite_summary, services, user_id, chat_id, recorded, model), failed)
     )
     _summary_rewrites[chat_id] = task
 
