@@ -92,6 +92,13 @@ def _shown(payload: dict) -> str:
     return payload.get("context_text") or payload["text"]
 
 
+def has_exchange(state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANGES) -> bool:
+    """Whether this turn's chat has a last exchange in this process, in the same scope: a
+    follow-up may continue it, and every passage it showed is in the model's cache."""
+    previous = exchanges.last(state["chat_id"])
+    return previous is not None and previous.scope == scope_key(state)
+
+
 def can_continue(state: Mapping[str, Any]) -> bool:
     """Whether this turn's answer may continue the chat's last exchange: a plain grounded
     answer (no web results, no conflict to point out, no tool results)."""

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.chat.conflicts import detect
 from agent.chat.document_openings import authorship_openings, opening_body, opening_context
+from agent.chat.follow_up import has_exchange
 from agent.chat.question_lookup import (
     citable_questions,
     find_numbered_questions,
@@ -49,12 +50,20 @@ def search_mode(state: Mapping[str, Any]) -> str:
     return "general" if state.get("search_mode") == "general" else "specific"
 
 
-def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None) -> SearchOptions:
+def _search_options(
+    settings: Settings, spec: str, mode: str, top_k: int | None, *, continuing: bool = False
+) -> SearchOptions:
     """Path C searches deeper, broad questions wider (more passages, a lower threshold,
     across all the books in scope), specific ones narrow (``settings.top_k(spec)``: fewer
     for the CPU model); each with its own threshold, which a hosted model's search fills
-    past down to ``threshold_admitted_floor`` (the local model's: ``…_local``, off by
-    default). ``top_k`` overrides the count."""
+    past down to ``threshold_admitted_floor``. ``top_k`` overrides the count.
+
+    The local model fills down to ``threshold_admitted_floor_local`` only on a question
+    that starts a fresh prompt and is not Path C: a follow-up ``continuing`` its chat's
+    last exchange reads every passage it is given that the exchange did not show (its
+    filled passages were new ones, 1.1 -> 3.7 s to the first token), and Path C already
+    takes several passages (filled, it read ~110 more tokens)."""
+    local_fills = not continuing and mode != "deep"
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
@@ -65,8 +74,7 @@ def _search_options(settings: Settings, spec: str, mode: str, top_k: int | None)
         query_type=mode,
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
-        # more passages cost the CPU model seconds before its first token (ranking.py)
-        admitted_floor=settings.threshold_admitted_floor_local
+        admitted_floor=(settings.threshold_admitted_floor_local if local_fills else None)
         if spec == "local"
         else settings.threshold_admitted_floor,
     )
@@ -125,7 +133,9 @@ async def retrieve_context(
             services,
             scope,
             query,
-            _search_options(settings, spec, mode, top_k),
+            _search_options(
+                settings, spec, mode, top_k, continuing=spec == "local" and has_exchange(state)
+            ),
             max_chars=settings.context_budget(spec, mode),
             model=model,
             query_vector=vector,

@@ -197,3 +197,44 @@ async def test_deep_reasoning_on_the_cpu_model_reads_fewer_passages(
     # the hosted model's context is longer than the CPU model's whole budget
     fits = len(update["context"]) <= settings.local_deep_context_chars
     assert fits == (spec == "local"), len(update["context"])
+
+
+async def test_the_cpu_model_fills_a_fresh_question_and_keeps_a_follow_up_to_the_threshold(
+    services, alice_reader, monkeypatch, searches
+):
+    # filling past the threshold gives the 1.5B model the fused ranking's second passage; a
+    # follow-up continuing its chat's exchange keeps to the threshold, since every passage
+    # the exchange did not show is read afresh
+    from langchain_core.language_models import FakeListChatModel
+
+    from agent.chat.follow_up import EXCHANGES, Exchange, scope_key
+    from agent.db.scope import SearchScope
+
+    user, book = alice_reader
+    settings = services.settings
+    monkeypatch.setattr(settings, "query_expansion", False)
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    chat = str(uuid.uuid4())
+    question = "What is the Caterpillar smoking when Alice meets it?"
+
+    async def context(state: dict) -> dict:
+        return await retrieval_step.retrieve_context(
+            services, state, model=FakeListChatModel(responses=["-"]), spec="local", scope=scope
+        )
+
+    state = {"question": question, "chat_id": chat, "route": "hybrid", "memory": {}}
+    fresh = await context(state)
+    EXCHANGES.remember(chat, Exchange((), "-", tuple(fresh["retrieved"]), scope_key(state)))
+    try:
+        await context(state)  # the same question, now on a chat with an exchange
+    finally:
+        EXCHANGES.forget(chat)
+    monkeypatch.setattr(settings, "threshold_admitted_floor_local", None)
+    await context({**state, "chat_id": str(uuid.uuid4())})
+    (filled, _, found), (continued, _, kept), (_, _, filtered) = searches
+    assert filled.admitted_floor == 0.5 and continued.admitted_floor is None
+    assert [c.record.id for c in kept.result.chunks] == [
+        c.record.id for c in filtered.result.chunks
+    ]
+    assert len(found.context.chunks) > len(filtered.context.chunks)
+    assert "hookah" in fresh["context"]

@@ -45,11 +45,17 @@ def test_a_question_no_chunk_admits_still_falls_back_as_before():
     assert _ids(0.8, 0.5) == ("low_threshold", [A, B, C, D])  # the 0.3 layer, not the floor
 
 
-def test_hosted_models_fill_and_the_local_model_filters():
-    settings = Settings(threshold_admitted_floor=0.45)
+def test_hosted_models_fill_and_the_local_model_fills_fresh_specific_questions_only():
+    settings = Settings(threshold_admitted_floor=0.45, threshold_admitted_floor_local=0.55)
     assert _search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
-    assert _search_options(settings, "local", "specific", None).admitted_floor is None
+    assert _search_options(settings, "local", "specific", None).admitted_floor == 0.55
+    # Path C's several passages, and a follow-up whose unshown passages are all read afresh
     assert _search_options(settings, "local", "deep", None).admitted_floor is None
-    # a reader who prefers grounding to first-token time lets the local model fill too
-    filling = Settings(threshold_admitted_floor_local=0.5)
-    assert _search_options(filling, "local", "specific", None).admitted_floor == 0.5
+    assert (
+        _search_options(settings, "local", "specific", None, continuing=True).admitted_floor is None
+    )
+    hosted = _search_options(settings, "openai:x", "specific", None, continuing=True)
+    assert hosted.admitted_floor == 0.45
+    # a reader who prefers first-token time to grounding turns the local fill off
+    filtering = Settings(threshold_admitted_floor_local=None)
+    assert _search_options(filtering, "local", "specific", None).admitted_floor is None
