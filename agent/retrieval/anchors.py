@@ -12,71 +12,13 @@ import re
 from collections.abc import Iterable
 
 from agent.ingest.sentences import is_abbreviation
+from agent.retrieval.name_words import LABEL_WORDS, SENTENCE_WORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+(?:[.,:]\d+)*")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
-# capitalised words that are never names: pronouns, articles, question words and the
-# openings a model writes after a colon or a dash
-_NOT_NAMES = frozenset(
-    [
-        "i",
-        "a",
-        "an",
-        "the",
-        "he",
-        "she",
-        "it",
-        "we",
-        "they",
-        "you",
-        "his",
-        "her",
-        "its",
-        "our",
-        "their",
-        "my",
-        "your",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "yes",
-        "no",
-        "not",
-        "in",
-        "on",
-        "at",
-        "of",
-        "by",
-        "for",
-        "from",
-        "to",
-        "and",
-        "or",
-        "but",
-        "so",
-        "as",
-        "if",
-        "when",
-        "where",
-        "who",
-        "what",
-        "which",
-        "why",
-        "how",
-        "according",
-        "based",
-        "however",
-        "also",
-        "chapter",
-        "part",
-        "page",
-        "book",
-        "section",
-    ]
-)
+# capitalised words that are never names: sentence openers and a label's words ("Mr" is
+# kept: "Miss Bingley" and "Mr. Bingley" are two people)
+_NOT_NAMES = SENTENCE_WORDS | LABEL_WORDS
 
 
 # after a sentence's end (not before its citation), after the quote it closes when a new

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from agent.retrieval.citations import CITATION_RE
-from agent.text import STOPWORDS
+from agent.retrieval.name_words import SENTENCE_WORDS, TITLES
 
 _ASKS_NAME = re.compile(
     r"^\W*what(?:'s|’s|\s+(?:is|was|are|were))\b[^?]*?\bnames?\s*(?:of\b|\?|$)|"
@@ -29,40 +29,8 @@ _ASKS_NAME = re.compile(
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
-# capitalised, yet no name: titles, and the words a sentence commonly opens with
-_NOT_NAMES = STOPWORDS | {
-    "mr",
-    "mrs",
-    "ms",
-    "miss",
-    "dr",
-    "sir",
-    "lady",
-    "lord",
-    "st",
-    "according",
-    "based",
-    "yes",
-    "no",
-    "name",
-    "named",
-    "called",
-    "both",
-    "one",
-    "these",
-    "those",
-    "our",
-    "its",
-    "his",
-    "him",
-    "after",
-    "before",
-    "then",
-    "here",
-    "however",
-    "unfortunately",
-    "sorry",
-}
+# capitalised, yet no name: sentence openers, titles and the question's own name words
+_NOT_NAMES = SENTENCE_WORDS | TITLES | {"name", "named", "called"}
 
 
 def asks_for_a_name(question: str) -> bool:
