@@ -26,7 +26,7 @@ from agent.chat.question_lookup import (
 )
 from agent.config import Settings
 from agent.db.scope import SearchScope
-from agent.memory.conversation import ChatMemory, standalone_question
+from agent.memory.conversation import ChatMemory, looks_like_follow_up, standalone_question
 from agent.memory.previous_discussion import previous_discussion, previous_discussion_block
 from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
 from agent.retrieval.search import SearchOptions, embed_question
@@ -58,11 +58,10 @@ def _search_options(
     for the CPU model); each with its own threshold, which a hosted model's search fills
     past down to ``threshold_admitted_floor``. ``top_k`` overrides the count.
 
-    The local model fills down to ``threshold_admitted_floor_local`` only on a question
-    that starts a fresh prompt and is not Path C: a follow-up ``continuing`` its chat's
-    last exchange reads every passage it is given that the exchange did not show (its
-    filled passages were new ones, 1.1 -> 3.7 s to the first token), and Path C already
-    takes several passages (filled, it read ~110 more tokens)."""
+    The local model fills down to ``threshold_admitted_floor_local`` except on Path C and
+    on a follow-up ``continuing`` its chat's last exchange (:func:`follows_on`): that reads
+    every passage the exchange did not show, and filled it got new ones (1.1 -> 3.7 s to
+    the first token); Path C already takes several passages (filled, ~110 more tokens)."""
     local_fills = not continuing and mode != "deep"
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
@@ -78,6 +77,13 @@ def _search_options(
         if spec == "local"
         else settings.threshold_admitted_floor,
     )
+
+
+def follows_on(state: Mapping[str, Any]) -> bool:
+    """Whether the turn's question reads as a follow-up ("What does she say about it?") in
+    a chat whose last exchange this process holds: its answer continues that exchange, on
+    passages the model has read. A new question in the same chat searches as a fresh one."""
+    return looks_like_follow_up(state["question"]) and has_exchange(state)
 
 
 def _chat_memory(state: Mapping[str, Any]) -> ChatMemory:
@@ -133,9 +139,7 @@ async def retrieve_context(
             services,
             scope,
             query,
-            _search_options(
-                settings, spec, mode, top_k, continuing=spec == "local" and has_exchange(state)
-            ),
+            _search_options(settings, spec, mode, top_k, continuing=follows_on(state)),
             max_chars=settings.context_budget(spec, mode),
             model=model,
             query_vector=vector,

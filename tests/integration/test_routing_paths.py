@@ -204,7 +204,7 @@ async def test_the_cpu_model_fills_a_fresh_question_and_keeps_a_follow_up_to_the
 ):
     # filling past the threshold gives the 1.5B model the fused ranking's second passage; a
     # follow-up continuing its chat's exchange keeps to the threshold, since every passage
-    # the exchange did not show is read afresh
+    # the exchange did not show is read afresh; a new question in that chat fills again
     from langchain_core.language_models import FakeListChatModel
 
     from agent.chat.follow_up import EXCHANGES, Exchange, scope_key
@@ -226,15 +226,14 @@ async def test_the_cpu_model_fills_a_fresh_question_and_keeps_a_follow_up_to_the
     fresh = await context(state)
     EXCHANGES.remember(chat, Exchange((), "-", tuple(fresh["retrieved"]), scope_key(state)))
     try:
-        await context(state)  # the same question, now on a chat with an exchange
+        await context({**state, "question": "What else does it do?"})
+        await context({**state, "question": "Who won the Caucus-race?"})
     finally:
         EXCHANGES.forget(chat)
     monkeypatch.setattr(settings, "threshold_admitted_floor_local", None)
     await context({**state, "chat_id": str(uuid.uuid4())})
-    (filled, _, found), (continued, _, kept), (_, _, filtered) = searches
-    assert filled.admitted_floor == 0.5 and continued.admitted_floor is None
-    assert [c.record.id for c in kept.result.chunks] == [
-        c.record.id for c in filtered.result.chunks
-    ]
+    (filled, _, found), (follow_up, _, _), (new_topic, _, _), (_, _, filtered) = searches
+    assert filled.admitted_floor == 0.5 and new_topic.admitted_floor == 0.5
+    assert follow_up.admitted_floor is None
     assert len(found.context.chunks) > len(filtered.context.chunks)
     assert "hookah" in fresh["context"]
