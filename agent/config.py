@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     threshold_fallback: float = 0.3
     # once a chunk clears the threshold, the fused ranking fills down to this (>= it: filter)
     threshold_admitted_floor: float | None = 0.5
-    threshold_admitted_floor_local: float | None = 0.5  # fresh specific questions only
+    threshold_admitted_floor_local: float | None = 0.5  # not Path C, not a continued follow-up
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     bm25_full_list_postings: int = Field(

@@ -138,7 +138,8 @@ def apply_layers(
     82 times as a filter, 91 filled down to 0.5 (0.3: 89, 0.6: 88; as many chunks as clear
     the threshold, from the fused ranking: 89), for ~100 more prompt tokens a turn and
     ~200 more on a follow-up (new passages, not the cached ones: 1.1 -> 3.7 s to the first
-    token on 2 cores). So hosted models fill, the local model filters
+    token on 2 cores). So every model fills, but the local model keeps to the threshold
+    on Path C and on a follow-up that continues its chat's exchange
     (``agent.chat.retrieval_step._search_options``)."""
     first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
     if options.threshold is None:
