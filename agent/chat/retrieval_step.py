@@ -62,7 +62,12 @@ def _search_options(
     on a follow-up ``continuing`` its chat's last exchange (:func:`follows_on`): that reads
     every passage the exchange did not show, and filled it got new ones (1.1 -> 3.7 s to
     the first token); Path C already takes several passages (filled, ~110 more tokens)."""
-    local_fills = not continuing and mode != "deep"
+    if spec != "local":
+        floor = settings.threshold_admitted_floor
+    elif continuing or mode == "deep":
+        floor = None
+    else:
+        floor = settings.threshold_admitted_floor_local
     k, threshold = {
         "deep": (settings.top_k(spec, "deep"), settings.threshold_deep),
         "general": (settings.top_k_general, settings.threshold_general),
@@ -73,9 +78,7 @@ def _search_options(
         query_type=mode,
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
-        admitted_floor=(settings.threshold_admitted_floor_local if local_fills else None)
-        if spec == "local"
-        else settings.threshold_admitted_floor,
+        admitted_floor=floor,
     )
 
 

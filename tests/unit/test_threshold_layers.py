@@ -45,7 +45,7 @@ def test_a_question_no_chunk_admits_still_falls_back_as_before():
     assert _ids(0.8, 0.5) == ("low_threshold", [A, B, C, D])  # the 0.3 layer, not the floor
 
 
-def test_hosted_models_fill_and_the_local_model_fills_fresh_specific_questions_only():
+def test_hosted_models_fill_and_the_local_model_fills_but_on_path_c_and_follow_ups():
     settings = Settings(threshold_admitted_floor=0.45, threshold_admitted_floor_local=0.55)
     assert _search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
     assert _search_options(settings, "local", "specific", None).admitted_floor == 0.55
