@@ -36,25 +36,53 @@ def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
     return {t: math.log(1 + n / df[t]) for t in wanted if df[t]}
 
 
+REPEAT_WEIGHT = 0.5
+"""What a question word already held by a picked sentence weighs in the next pick."""
+
+
+def _score(
+    held: set[str], weights: Mapping[str, float], covered: frozenset[str] | set[str] = frozenset()
+) -> float:
+    """The weights of the question words a sentence holds (those in ``covered`` count
+    ``REPEAT_WEIGHT`` of theirs)."""
+    return sum(weights.get(t, 0.0) * (REPEAT_WEIGHT if t in covered else 1.0) for t in held)
+
+
+def _best(terms: list[set[str]], weights: Mapping[str, float], hits: int) -> list[int]:
+    """Indexes of up to ``hits`` sentences that together match the question best.
+
+    A sentence scores the weights of the question words it holds, and must score at least
+    half the best. They are picked one by one; in the next pick a word the sentences
+    already picked hold counts ``REPEAT_WEIGHT`` of its weight, so a sentence bringing the
+    question's other words ("no respect" after "the crazy ones") wins over one repeating
+    the same ones (ties: the earlier)."""
+    scores = [_score(held, weights) for held in terms]
+    best = max(scores, default=0.0)
+    if best <= 0:
+        return []
+    left = [i for i, score in enumerate(scores) if score >= best / 2]
+    chosen: list[int] = []
+    covered: set[str] = set()
+    while left and len(chosen) < hits:
+        pick = max(left, key=lambda i: (_score(terms[i], weights, covered), -i))
+        chosen.append(pick)
+        covered |= terms[pick]
+        left.remove(pick)
+    return chosen
+
+
 def _kept(
-    scores: list[float],
-    hits: int,
+    chosen: list[int],
     neighbours: int,
     lengths: list[int],
     limit: int | None = None,
 ) -> list[int]:
-    """Indexes of the best ``hits`` sentences (ties: the earlier) that score at least half
-    the best, with ``neighbours`` either side, in order. With a ``limit``, the neighbours
-    farthest from a best sentence are left out first while the kept ones (``lengths``: of
-    each sentence) run over ``limit`` characters."""
-    best = max(scores, default=0.0)
-    if best <= 0:
-        return []
-    ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    chosen = [i for i in ranked[:hits] if scores[i] >= best / 2]
+    """Indexes of the ``chosen`` sentences with ``neighbours`` either side, in order. With a
+    ``limit``, the neighbours farthest from a chosen sentence are left out first while the
+    kept ones (``lengths``: of each sentence) run over ``limit`` characters."""
     distance: dict[int, int] = {}
     for i in chosen:
-        for j in range(max(i - neighbours, 0), min(i + neighbours + 1, len(scores))):
+        for j in range(max(i - neighbours, 0), min(i + neighbours + 1, len(lengths))):
             distance[j] = min(distance.get(j, neighbours + 1), abs(j - i))
     if limit is not None:  # nearest first; after a best sentence before the one before it
         order = sorted(distance, key=lambda j: (distance[j], -j))
@@ -132,16 +160,13 @@ def _focus(
         if short and span is None:
             focused[cid] = (sentences, list(range(len(sentences))))
             continue
-        scores = [
-            sum(weights.get(t, 0.0) for t in content_terms(s)) if lo <= i <= hi else 0.0
-            for i, s in enumerate(sentences)
-        ]
+        terms = [content_terms(s) if lo <= i <= hi else set() for i, s in enumerate(sentences)]
         fallback = list(range(lo, hi + 1 if short else lo + hits))
         # as long as the passage at most: its neighbours may cross its edges, not grow it
         limit = len(passages[cid]) if span is not None else None
         if most:
             limit = min(limit or most, most)
-        kept = _kept(scores, hits, neighbours, [len(x) for x in sentences], limit)
+        kept = _kept(_best(terms, weights, hits), neighbours, [len(x) for x in sentences], limit)
         focused[cid] = (sentences, kept or fallback)
     return focused
 

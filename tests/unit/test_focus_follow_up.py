@@ -68,6 +68,23 @@ def test_words_every_passage_shares_count_for_little():
     assert "saucer of milk" in focused["#chk_b"] and "I wish you were" not in focused["#chk_b"]
 
 
+def test_the_second_sentence_kept_brings_the_question_words_the_first_lacks():
+    poem = (
+        "Here's to the crazy ones. The misfits. The rebels. The troublemakers. "
+        "The round pegs in the square holes. They are not fond of rules. "
+        "And they have no respect for the status quo. You can quote them. "
+        "The only thing you cannot do is ignore the crazy ones. "
+        "We make tools for the crazy ones. Because the crazy ones change things."
+    )
+    question = "What do the crazy ones have no respect for?"
+    focused = focus_passages(question, {"#chk_a": poem}, hits=2, neighbours=0)["#chk_a"]
+    # "crazy ones" is in four sentences, "respect" in one: the first pick holds "crazy
+    # ones", the second the word it lacks rather than "crazy ones" again
+    assert "Here's to the crazy ones." in focused
+    assert "no respect for the status quo" in focused
+    assert "ignore the crazy ones" not in focused and "tools for" not in focused
+
+
 def test_short_and_unmatched_passages():
     short = "The bakery sells rye bread. It opens at six."
     focused = focus_passages("When does the bakery open?", {"#chk_a": short, "#chk_b": POOL})
