@@ -22,6 +22,8 @@ class ChatState(InputState, total=False):
     user_id: str
     chat_id: str
     book_id: str
+    search_filter: dict
+    """The documents and corpus the caller narrowed the search to (empty: all visible)."""
     usage_month: str
     """The month (ISO date) this turn was counted in against the monthly limit; empty when
     it was not counted (over the limit). A failed turn is given back to it."""

@@ -83,8 +83,16 @@ EXCHANGES = ExchangeLog()
 
 
 def scope_key(state: Mapping[str, Any]) -> str:
-    """What a follow-up must share with the exchange it continues: user, book, window."""
-    return repr((state.get("user_id"), state.get("book_id"), state.get("time_window")))
+    """What a follow-up must share with the exchange it continues: user, book, documents
+    and corpus searched, window."""
+    return repr(
+        (
+            state.get("user_id"),
+            state.get("book_id"),
+            state.get("search_filter") or {},
+            state.get("time_window"),
+        )
+    )
 
 
 def _shown(payload: dict) -> str:

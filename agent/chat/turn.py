@@ -95,6 +95,13 @@ async def _book_in_scope(
     return await only_book(services, turn_scope(str(user_id), "", request, window))
 
 
+def search_filter(request: TurnRequest) -> dict:
+    """The documents and corpus ``request`` narrows the search to (a follow-up continues an
+    exchange only under the same ones)."""
+    narrowed = {"documents": sorted(request.document_ids or []), "corpus": request.corpus}
+    return {k: v for k, v in narrowed.items() if v}
+
+
 def turn_window(request: TurnRequest) -> TimeWindow:
     """The request's ``since``/``until`` window (raises :class:`InvalidTimeWindow`)."""
     return parse_time_window(getattr(request, "since", None), getattr(request, "until", None))
@@ -180,6 +187,7 @@ async def _open_turn(
         "user_id": str(user_id),
         "chat_id": str(chat_id),
         "book_id": "",
+        "search_filter": search_filter(request),
         "retrieved": [],
         "context": "",
         "retrieval": {},

@@ -39,7 +39,7 @@ def _answering_prompts(model: RecordingModel) -> list[list]:
 async def test_a_follow_up_continues_the_last_exchange(services, new_user, recording):
     model = recording
     user = await new_user("follow-up")
-    await ingest_bytes(services, user.id, BAKERY.encode(), "bakery.txt", title="Millbrook")
+    doc = await ingest_bytes(services, user.id, BAKERY.encode(), "bakery.txt", title="Millbrook")
     chat = str(uuid.uuid4())
     first = await graph.ainvoke(
         _ask("What bread does the Millbrook bakery sell on market days?"),
@@ -73,3 +73,13 @@ async def test_a_follow_up_continues_the_last_exchange(services, new_user, recor
     worked = {m["content"] for m in prompts.grounded_example_messages() if m["role"] == "assistant"}
     assert len(fresh) == len(before)  # system prompt, worked examples, question
     assert all(m.content in worked for m in fresh if isinstance(m, AIMessage))
+
+    # the caller narrows the search to chosen documents: the chat's exchange is not
+    # continued (the passages it showed may lie outside them), the prompt starts afresh
+    await graph.ainvoke(
+        _ask("When does it open?"),
+        context=Context(user=user.name, chat_id=chat, document_ids=[str(doc.document_id)]),
+    )
+    await wait_for_background()
+    narrowed = _answering_prompts(model)[-1]
+    assert len(narrowed) == len(before) and "When does it open?" in narrowed[-1].content

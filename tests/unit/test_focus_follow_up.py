@@ -280,6 +280,13 @@ def test_a_follow_up_starts_afresh_past_the_budget_or_in_another_scope():
     assert continue_exchange(previous, _state("And?", [_payload("#chk_a", POOL)]), 100) is None
     other_book = _state("And?", [_payload("#chk_b", CAT)], book_id="b2")
     assert continue_exchange(previous, other_book, 7000) is None
+    # the caller narrowed the search to other documents (or a corpus): the earlier passages
+    # may lie outside them
+    for narrowed in ({"documents": ["d2"]}, {"corpus": "papers"}):
+        other_documents = _state("And?", [_payload("#chk_b", CAT)], search_filter=narrowed)
+        assert continue_exchange(previous, other_documents, 7000) is None
+    unfiltered = _state("And?", [_payload("#chk_b", CAT)], search_filter={})
+    assert continue_exchange(previous, unfiltered, 7000) is not None
     assert not can_continue(_state("?", [_payload("#chk_b", CAT)], web_context="results"))
     assert not can_continue(_state("?", [_payload("#chk_b", CAT)], conflicts=[{"first": "x"}]))
 
