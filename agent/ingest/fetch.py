@@ -45,6 +45,8 @@ _EXTENSION_FOR_TYPE = {
     "text/plain": ".txt",
     "text/markdown": ".md",
     "text/x-markdown": ".md",
+    "text/vtt": ".vtt",
+    "application/x-subrip": ".srt",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
 }

@@ -2,8 +2,9 @@
 
 Supported here: plain text (with Project Gutenberg framing stripped and chapter headings
 such as "CHAPTER I." detected), Markdown (``#`` headings as chapters and sections), PDF
-(text per page, page numbers kept), Word DOCX and HTML (headings as chapters and sections) and
-PowerPoint PPTX (text per slide, the slide number as page).
+(text per page, page numbers kept), Word DOCX and HTML (headings as chapters and sections),
+PowerPoint PPTX (text per slide, the slide number as page) and caption files, WebVTT and SRT
+(a transcript: one paragraph per speaker turn, :mod:`agent.ingest.captions`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.ingest.captions import parse_captions
 from agent.ingest.document import (
     DocumentTooLarge,
     Paragraph,
@@ -45,6 +47,8 @@ SUPPORTED_TYPES = {
     ".pptx": "pptx",
     ".html": "html",
     ".htm": "html",
+    ".vtt": "transcript",
+    ".srt": "transcript",
 }
 
 MAX_DOCUMENT_CHARS = 20_000_000
@@ -91,7 +95,9 @@ def parse_bytes(
     if not data.strip():
         raise UnreadableDocument(f"{filename} is empty")
     char_limit = MAX_DOCUMENT_CHARS if max_chars is None else max_chars
-    if kind in ("txt", "md") and len(data) > char_limit:  # never more characters than bytes
+    if (
+        kind in ("txt", "md", "transcript") and len(data) > char_limit
+    ):  # never more characters than bytes
         _check_chars(len(decode_text(data, filename).text), char_limit, filename)
     stem = Path(filename).stem.replace("_", " ").replace("-", " ").strip() or filename
     if kind == "pdf":
@@ -212,4 +218,5 @@ PARSERS: dict[str, Parser] = {
     "docx": parse_docx,
     "pptx": parse_pptx,
     "html": parse_html,
+    "transcript": _text_parser(parse_captions),
 }

@@ -110,7 +110,7 @@ def ingest(
     sources: Annotated[
         list[str],
         typer.Argument(
-            help="Files (.txt .md .pdf .docx .pptx .html), folders (recursive), http(s) URLs, "
+            help="Files (.txt .md .pdf .docx .pptx .html .vtt .srt), folders (recursive), http(s) URLs, "
             "or - for stdin."
         ),
     ],

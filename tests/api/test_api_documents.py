@@ -149,6 +149,28 @@ async def test_small_upload_is_ingested_inline_and_listed(client, person):
     assert shown["document"] == doc and "table_of_contents" in shown["summaries"]
 
 
+async def test_a_caption_file_is_uploaded_as_a_transcript_and_found(client, person):
+    _, headers = await person()
+    tag = uuid.uuid4().hex[:8]
+    captions = (
+        "WEBVTT\n\n1\n00:00:01.000 --> 00:00:04.000\n<v Dana>Welcome to the quarry"
+        f" {tag} meeting.\n\n2\n00:00:04.500 --> 00:00:09.000\n<v Lee>The new crusher"
+        " arrives on the ninth of May.\n"
+    )
+    response = await upload(client, headers, "quarry-call.vtt", captions.encode())
+    assert response.status_code == 201, response.text
+    doc = response.json()["document"]
+    assert doc["file_type"] == "transcript" and doc["title"] == "quarry call"
+    found = await client.post(
+        "/api/search", json={"query": "When does the crusher arrive?", "k": 1}, headers=headers
+    )
+    assert found.status_code == 200, found.text
+    [hit] = found.json()["citations"]
+    assert hit["documentId"] == doc["id"]
+    assert "Lee: The new crusher arrives on the ninth of May." in found.json()["answerHints"]
+    assert "-->" not in found.json()["answerHints"]
+
+
 async def test_a_windows_1252_article_is_ingested_with_its_encoding(client, person, services):
     user, headers = await person("latin")
     tag = uuid.uuid4().hex[:8]
