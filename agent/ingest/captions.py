@@ -22,6 +22,7 @@ _TIMING = re.compile(rf"^\s*{_TIME}\s*-->\s*{_TIME}")
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]+)>")
 _MARKUP = re.compile(r"</?[^>\n]*>|\{\\[^}]*\}")  # tags, word timestamps, SSA overrides
 _BLOCK_END = re.compile(r"\n[ \t]*\n")
+_CUE_NUMBER = re.compile(r"^\s*\d+\s*$")
 
 TURN_CHARS = 1_500
 """Characters after which one speaker's turn goes on in a new paragraph (at a cue's end)."""
@@ -34,21 +35,31 @@ def _cues(text: str) -> list[tuple[str | None, list[str]]]:
     normalized = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     for block in _BLOCK_END.split(normalized):
         lines = block.strip("\n").split("\n")
-        timing = next((i for i, line in enumerate(lines) if _TIMING.match(line)), None)
-        if timing is None:
-            continue
-        speaker = None
-        words: list[str] = []
-        for line in lines[timing + 1 :]:
-            voice = _VOICE.search(line)
-            if voice and speaker is None:
-                speaker = " ".join(voice.group(1).split())
-            said = " ".join(html.unescape(_MARKUP.sub("", line)).split())
-            if said:
-                words.append(said)
-        if words:
-            cues.append((speaker, words))
+        timings = [i for i, line in enumerate(lines) if _TIMING.match(line)]
+        # cues run together without a blank line (a hand-edited SRT): each ends before the
+        # next timing line, and before the number above it
+        for n, start in enumerate(timings):
+            end = timings[n + 1] if n + 1 < len(timings) else len(lines)
+            if end < len(lines) and end - 1 > start and _CUE_NUMBER.match(lines[end - 1]):
+                end -= 1
+            cue = _cue(lines[start + 1 : end])
+            if cue[1]:
+                cues.append(cue)
     return cues
+
+
+def _cue(lines: list[str]) -> tuple[str | None, list[str]]:
+    """A cue's speaker (its first ``<v Name>``) and its lines without markup."""
+    speaker = None
+    words: list[str] = []
+    for line in lines:
+        voice = _VOICE.search(line)
+        if voice and speaker is None:
+            speaker = " ".join(voice.group(1).split())
+        said = " ".join(html.unescape(_MARKUP.sub("", line)).split())
+        if said:
+            words.append(said)
+    return speaker, words
 
 
 def parse_captions(text: str, default_title: str) -> ParsedDocument:

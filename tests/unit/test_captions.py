@@ -65,6 +65,15 @@ def test_srt_cues_are_joined_and_a_rolling_captions_repeats_read_once():
     assert doc.file_type == "transcript"
 
 
+def test_cues_run_together_without_blank_lines_are_still_cut_at_each_timing():
+    crammed = (
+        "1\n00:00:01,000 --> 00:00:02,000\nThe tide turns at noon.\n"
+        "2\n00:00:02,500 --> 00:00:04,000\nThe boats wait for it.\n"
+    )
+    [paragraph] = parse_bytes(crammed.encode(), "harbour.srt").paragraphs
+    assert paragraph.text == "The tide turns at noon. The boats wait for it."
+
+
 def test_a_long_turn_goes_on_in_new_paragraphs_and_cueless_files_are_unreadable():
     cues = "\n\n".join(
         f"{n}\n00:{n // 60:02d}:{n % 60:02d},000 --> 00:{n // 60:02d}:{n % 60:02d},900\n"
