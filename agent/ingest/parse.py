@@ -95,9 +95,8 @@ def parse_bytes(
     if not data.strip():
         raise UnreadableDocument(f"{filename} is empty")
     char_limit = MAX_DOCUMENT_CHARS if max_chars is None else max_chars
-    if (
-        kind in ("txt", "md", "transcript") and len(data) > char_limit
-    ):  # never more characters than bytes
+    # the decoded text kinds: never more characters than bytes, so only a big file is decoded
+    if kind in ("txt", "md", "transcript") and len(data) > char_limit:
         _check_chars(len(decode_text(data, filename).text), char_limit, filename)
     stem = Path(filename).stem.replace("_", " ").replace("-", " ").strip() or filename
     if kind == "pdf":
