@@ -168,10 +168,15 @@ def _recite(
     best_id, best_marks, best_terms = passages.best(terms, marks)
     if not ids:
         # from one passage: most of its words, or every name and figure it states with more
-        # of its words (or all of them: "Dinah.")
+        # of its words, or with every word it adds to the question ("Dinah.", "Iwan Roberts
+        # is 1.91 m tall." from the passage giving "Height 6 ft 3 in (1.91 m)")
         named = bool(marks) and best_marks == len(marks)
         clear = best_terms >= min_support or (
-            named and (len(marks) >= 2 and best_terms >= 2 or best_terms == len(terms))
+            named
+            and (
+                len(marks) >= 2 and best_terms >= 2
+                or not (terms - asked) - passages.terms[best_id]
+            )
         )
         return with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks

@@ -177,6 +177,21 @@ def test_an_uncited_sentence_naming_what_one_passage_holds_is_cited():
     assert cited_ids(guard_citations("Alice smiled at it.", [CHESHIRE, DINAH])) == []
 
 
+def test_an_uncited_figure_is_cited_where_it_stands_when_the_rest_restates_the_question():
+    infobox = CitableChunk(
+        "#chk_88888888",
+        "Full name Iwan Wyn Roberts Date of birth 26 June 1968 Height 6 ft 3 in (1.91 m)",
+    )
+    career = CitableChunk("#chk_99999999", "Iwan Roberts moved to Norwich City in 1997.")
+    answer = "Iwan Roberts is 6 ft 3 in (1.91 m) tall."
+    fixed = guard_citations(answer, [career, infobox], question="How tall is Iwan Roberts?")
+    assert cited_ids(fixed) == [infobox.citation_id]
+    # a word the question lacks and the passage does not hold leaves it uncited
+    other = "Iwan Roberts is 1.91 m tall and left-footed."
+    asked = "How tall is Iwan Roberts?"
+    assert cited_ids(guard_citations(other, [career, infobox], question=asked)) == []
+
+
 def test_a_one_name_answer_cites_the_passage_holding_the_name():
     assert cited_ids(guard_citations("Dinah.", [CHESHIRE, DINAH])) == [DINAH.citation_id]
 
