@@ -16,6 +16,7 @@ from langchain_core.messages import (
 
 from agent import prompts
 from agent.retrieval.anchors import without_invented_claims
+from agent.retrieval.asked_amounts import gives_no_amount_asked
 from agent.retrieval.asked_names import names_nothing_asked
 from agent.retrieval.citations import (
     CitableChunk,
@@ -149,8 +150,8 @@ def finish_grounded(
     (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
     its citations (:func:`without_absence_citations`); and an answer that says nothing the
     question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
-    answered" reply, as does one that leaves a question asking for a name without a name
-    (:func:`names_nothing_asked`); one that is only a citation id becomes the sentence of
+    answered" reply, as does one that leaves a question asking for a name or an amount
+    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`); one that is only a citation id becomes the sentence of
     that passage which best matches the question, quoted (:func:`pointed_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
@@ -166,7 +167,7 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        if question and (says_nothing_new(text, question) or names_nothing_asked(text, question)):
+        if question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
@@ -180,6 +181,16 @@ def finish_grounded(
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
         citations_removed=removed,
+    )
+
+
+def _answers_nothing(text: str, question: str) -> bool:
+    """Whether ``text`` only restates ``question``, or leaves the name or amount it plainly
+    asks for unsaid."""
+    return (
+        says_nothing_new(text, question)
+        or names_nothing_asked(text, question)
+        or gives_no_amount_asked(text, question)
     )
 
 

@@ -1,0 +1,72 @@
+"""A question that asks for an amount, answered without one.
+
+"How tall does the Caterpillar say is a very good height?" answered "The Caterpillar says it
+is a very good height indeed! #chk_…": the 1.5B model wrote a sentence around the
+question's words and left out the figure ("three inches") its passage gives. The reader
+learns nothing, and the citation opens a paragraph as if it said more.
+:func:`gives_no_amount_asked` tells such answers apart; the caller replies that the
+documents were searched and do not say it.
+
+Only questions that plainly ask for a figure count: "How many …", "How old/tall/high/far/
+heavy …", "How much …" about money or weight ("How much did Wolves pay…", "How much a year
+…"), "What/Which/In what year …", "What percentage/fee/sum …". "How long" and "How big" may be
+answered in words ("for a long time", "as large as a house"), so they never do. An answer
+gives an amount when it holds a number the question lacks, a number word (three, hundred,
+dozen, half, twice…), a quantifier that answers "how many" (none, no, both, several, few,
+many, all), or a currency sign: the check only ever takes an answer that certainly gives
+none.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.retrieval.citations import CITATION_RE
+
+_MONEY_OR_WEIGHT = (
+    r"pa(?:y|id|ys)|cost|costs|fee|worth|earn(?:s|ed)?|income|money|price|charge[ds]?|"
+    r"spen[dt]|sold|sell|owe[ds]?|weigh(?:s|ed)?|a\s+year|per\s+(?:year|annum|week)"
+)
+_ASKS_AMOUNT = re.compile(
+    r"\bhow\s+(?:many|old|tall|high|far|heavy)\b|"
+    rf"\bhow\s+much\b[^?]*\b(?:{_MONEY_OR_WEIGHT})\b|"
+    r"\b(?:what|which)\s+(?:year|percentage|per\s*cent|percent|fee|sum|amount|salary)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """zero one two three four five six seven eight nine ten eleven twelve thirteen
+        fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty
+        seventy eighty ninety hundred hundreds thousand thousands million millions billion
+        billions dozen dozens score half halves quarter quarters third thirds once twice
+        thrice double triple single none no neither both several few many all each every
+        couple pair nought nil""",
+    )
+)
+_CURRENCY = re.compile(r"[£$€¥]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def asks_for_an_amount(question: str) -> bool:
+    """Whether ``question`` plainly asks for a figure (see the module docs)."""
+    return bool(_ASKS_AMOUNT.search(question))
+
+
+def _amount_words(text: str) -> set[str]:
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if w in _NUMBER_WORDS}
+
+
+def gives_no_amount_asked(answer: str, question: str) -> bool:
+    """Whether ``answer`` leaves a question asking for an amount (:func:`asks_for_an_amount`)
+    without one: no number, number word or quantifier the question lacks, and no currency
+    sign."""
+    if not asks_for_an_amount(question):
+        return False
+    plain = CITATION_RE.sub(" ", answer)
+    if any(c.isalpha() and not c.isupper() and not c.islower() for c in plain):
+        return False  # a caseless script: its number words are not ours to read
+    if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
+        return False
+    return not _amount_words(plain) - _amount_words(question)

@@ -1,0 +1,78 @@
+"""A question asking for an amount, answered without one, gets the plain "not found" reply."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import prompts
+from agent.chat.answering import finish_grounded
+from agent.retrieval.asked_amounts import asks_for_an_amount, gives_no_amount_asked
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("How tall does the Caterpillar say is a very good height?", True),
+        ("How many daughters do Mr. and Mrs. Bennet have?", True),
+        ("How much a year is Mr. Darcy said to have?", True),
+        ("How much did Huddersfield Town pay Watford for Roberts?", True),
+        ("In what year was the paper published?", True),
+        ("What fee did Wolves pay Leicester for Roberts?", True),
+        ("How much does Jane love Bingley?", False),  # "very much" answers it
+        ("How long did Alice fall?", False),  # "a long time" may answer it
+        ("What does the Caterpillar smoke?", False),
+    ],
+)
+def test_only_plain_questions_for_a_figure_ask_for_an_amount(question, asks):
+    assert asks_for_an_amount(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("answer", "none_given"),
+    [
+        ("The Caterpillar says it is a very good height indeed! #chk_2a6de782", True),
+        ("Mr. and Mrs. Bennet have daughters.", True),
+        ("Three inches #chk_2a6de782.", False),
+        ("They have five daughters.", False),
+        ("Ten thousand a year.", False),
+        ("Huddersfield paid £275,000.", False),
+        ("It is 1.91 m.", False),
+        ("Alice is seven and a half years old.", False),
+        ("They had no children.", False),
+        ("三寸です。", False),  # a caseless script: its number words are not read
+    ],
+)
+def test_an_answer_gives_an_amount_with_a_number_a_number_word_or_a_quantifier(answer, none_given):
+    question = "How many inches does the Caterpillar say is a very good height?"
+    assert gives_no_amount_asked(answer, question) is none_given
+
+
+def test_a_number_the_question_gives_is_no_answer():
+    question = "How many of the 3 sisters lived in the well?"
+    assert gives_no_amount_asked("The 3 sisters lived in the well.", question)
+    assert not gives_no_amount_asked("All 3 sisters lived there.", question)
+
+
+_RETRIEVED = [
+    {
+        "id": "#chk_2a6de782",
+        "chunk_id": "c1",
+        "text": "“Three inches is such a wretched height to be.” “It is a very good height "
+        "indeed!” said the Caterpillar angrily.",
+        "source": "Alice, Chapter V",
+    }
+]
+
+
+def test_a_hybrid_answer_without_the_amount_asked_is_not_found():
+    question = "How tall does the Caterpillar say is a very good height?"
+    raw = "The Caterpillar says it is a very good height indeed! #chk_2a6de782"
+    hybrid = finish_grounded(
+        raw, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert hybrid.text == prompts.NOT_ANSWERED and hybrid.citations == []
+    given = "Three inches is a very good height #chk_2a6de782."
+    kept = finish_grounded(
+        given, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert kept.text == given and len(kept.citations) == 1
