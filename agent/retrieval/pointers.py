@@ -229,10 +229,28 @@ _CONNECTIVE_STEMS = frozenset(
 )
 
 
+# a yes-or-no question opens with an auxiliary and asks for no wh-word ("Is Mr. Bingley
+# rich?", "Did Roberts play for Leicester City?"); "Can you tell me who Dinah is?" asks one
+_YES_OR_NO = re.compile(
+    r"^\W*(?:is|are|was|were|am|do|does|did|can|could|will|would|shall|should|has|have|had|"
+    r"may|might|must)\b(?!.*\b(?:who|whom|whose|what|which|where|when|why|how)\b)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether ``question`` is a yes-or-no question (see ``_YES_OR_NO``)."""
+    return bool(_YES_OR_NO.match(question.strip()))
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
     """Whether ``answer`` only restates ``question`` or points at passages: no word or number
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
-    Alice meets it #chk_…", "This information is cited from #chk_…", a bare id)."""
+    Alice meets it #chk_…", "This information is cited from #chk_…", a bare id). A yes-or-no
+    question restated as a statement answers it ("Mr. Bingley is rich" for "Is Mr. Bingley
+    rich?"), so there only the words about passages count as nothing."""
+    if asks_yes_or_no(question):
+        question = ""
     plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
     words = _stems(plain) - _stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))

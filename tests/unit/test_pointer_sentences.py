@@ -218,6 +218,11 @@ def test_grounded_answers_lose_echoed_labels(raw):
             "What does Alice give the animals as prizes after the race?",
         ),
         ("The Queen told the Knave #chk_612b33e9.", "What did the Queen tell the Knave?"),
+        ("This is stated in #chk_f55a39b1.", "Is the Cheshire Cat able to vanish?"),
+        (  # asks a wh-question, however it opens
+            "Alice's cat has a name #chk_257a1490.",
+            "Can you tell me what Alice's cat's name is?",
+        ),
         (  # connectives join the question's parts and add nothing
             "The house is entailed, and thus it will pass to the heir because it is entailed.",
             "Who is the heir the house will pass to, since it is entailed?",
@@ -237,6 +242,13 @@ def test_answers_that_say_nothing_new(answer, question):
         ("No.", "Is Dinah a dog?"),
         ("The GPU is not mentioned in the passages.", "Which GPU was used?"),
         ("She gave them comfits #chk_46af9e3e.", "What does Alice give the animals?"),
+        # a yes-or-no question restated as a statement affirms it
+        ("Mr. Bingley is rich #chk_34f63389.", "Is Mr. Bingley a rich man?"),
+        (
+            "The Cheshire Cat is able to vanish #chk_f55a39b1.",
+            "Is the Cheshire Cat able to vanish?",
+        ),
+        ("Roberts played for Leicester City.", "Did Roberts play for Leicester City?"),
     ],
 )
 def test_answers_that_say_something(answer, question):
