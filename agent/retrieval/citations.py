@@ -171,12 +171,9 @@ def _recite(
         # of its words, or with every word it adds to the question ("Dinah.", "Iwan Roberts
         # is 1.91 m tall." from the passage giving "Height 6 ft 3 in (1.91 m)")
         named = bool(marks) and best_marks == len(marks)
+        rest_held = not (terms - asked) - passages.terms[best_id]
         clear = best_terms >= min_support or (
-            named
-            and (
-                len(marks) >= 2 and best_terms >= 2
-                or not (terms - asked) - passages.terms[best_id]
-            )
+            named and (len(marks) >= 2 and best_terms >= 2 or rest_held)
         )
         return with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks
