@@ -142,12 +142,39 @@ def _chapter_heading(block: str) -> str | None:
     return " ".join(ln.rstrip("]").strip() for ln in lines)
 
 
+_SMALL_WORDS = frozenset(
+    {"a", "an", "and", "as", "at", "but", "by", "for", "in", "nor", "of", "on", "or", "the"}
+    | {"to", "with"}
+)
+_ROMAN = re.compile(r"^[IVXLCDM]+\.?$")
+
+
+def _page_title(block: str) -> str:
+    """A title page's lines as one title: each line's closing full stop dropped (a title
+    page puts one after a line), and capitals set in title case when most words are in
+    capitals ("PRIDE." / "and" / "PREJUDICE" -> "Pride and Prejudice"; Roman numerals
+    stay)."""
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    words = " ".join(re.sub(r"(\w{3,})\.$", r"\1", ln) for ln in lines).split()
+    capitals = [w for w in words if sum(c.isalpha() for c in w) > 1 and w.upper() == w]
+    if len(capitals) * 2 <= len(words):
+        return " ".join(words)
+    return " ".join(
+        w
+        if _ROMAN.match(w)
+        else w.lower()
+        if n and w.lower() in _SMALL_WORDS
+        else "-".join(part.capitalize() for part in w.split("-"))
+        for n, w in enumerate(words)
+    )
+
+
 def parse_text(text: str, default_title: str) -> ParsedDocument:
     """Plain text: paragraphs on blank lines; chapter headings become chapter titles."""
     text = _strip_gutenberg(text)
     paragraphs: list[Paragraph] = []
     chapter: str | None = None
-    title, author = default_title, None
+    title, author, above = default_title, None, ""
     for i, block in enumerate(blocks(text)):
         heading = _chapter_heading(block)
         if heading:
@@ -159,9 +186,10 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
         by = _BY_LINE.match(body)
         if by and i < 12 and author is None and paragraphs:
             author = by.group(1).strip()
-            title = paragraphs[-1].text if len(paragraphs[-1].text) < 120 else title
+            title = _page_title(above) if len(paragraphs[-1].text) < 120 else title
             continue
         paragraphs.append(Paragraph(body, chapter=chapter))
+        above = block
     return ParsedDocument(title=title, file_type="txt", paragraphs=paragraphs, author=author)
 
 

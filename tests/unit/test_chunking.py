@@ -87,6 +87,18 @@ def test_short_text_gets_flat_overlapping_chunks():
     assert chunks[1].text.startswith(last)
 
 
+def test_a_title_page_in_capitals_gives_the_title_in_title_case():
+    page = b"PRIDE.\n  and\nPREJUDICE\n\nby\nJane Austen\n\nIt is a truth universally acknowledged."
+    doc = parse_bytes(page, "book.txt")
+    assert (doc.title, doc.author) == ("Pride and Prejudice", "Jane Austen")
+    volume = b"THE HISTORY OF TOM JONES,\nA FOUNDLING. VOL. II\n\nby Henry Fielding\n\nText."
+    assert parse_bytes(volume, "b.txt").title == "The History of Tom Jones, a Foundling. Vol. II"
+    # a title already in mixed case is kept as written
+    mixed = b"Alice's Adventures in Wonderland\n\nby Lewis Carroll\n\nDown the rabbit-hole."
+    assert parse_bytes(mixed, "a.txt").title == "Alice's Adventures in Wonderland"
+    assert parse_bytes(ALICE.read_bytes(), ALICE.name).title == "Alice’s Adventures in Wonderland"
+
+
 def test_markdown_headings_become_chapters_and_sections():
     md = b"# Guide\n\nIntro text here.\n\n## Setup\n\nInstall it. Then run it.\n\n# Usage\n\nUse it well."
     doc = parse_bytes(md, "guide.md")
