@@ -29,6 +29,17 @@ from agent.text import content_terms, folded_words
 BARE_ID_RE = re.compile(r"\[([0-9a-fA-F]{8})\]")
 # "#chk_670" (a small model turning "Code 670" into an id), "#chk_12ab": no id at all
 MALFORMED_RE = re.compile(r"\[?#chk_(?![0-9a-fA-F]{8}\b)\w*\]?")
+# ids joined as a list ("in #chk_a and #chk_b", "#chk_a, #chk_b and #chk_c")
+_ID_LIST = re.compile(
+    r"#chk_[0-9a-fA-F]{8}\b(?:\s*(?:,\s*(?:and\s+)?|and\s+|&\s*)#chk_[0-9a-fA-F]{8}\b)+"
+)
+
+
+def _known_in_list(ids: str, known: set[str]) -> str:
+    """A list of ids without those outside ``known``, joined again ("a, b and c"), so an
+    unknown one leaves no stray "and" or comma behind."""
+    kept = [i for i in re.findall(r"#chk_[0-9a-fA-F]{8}", ids) if i.lower() in known]
+    return kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + " and " + kept[-1] if kept else ""
 
 
 def tidy_spacing(text: str) -> str:
@@ -231,6 +242,7 @@ def guard_citations(
         cid = "#chk_" + m.group(1).lower()
         return cid if cid in known else m.group(0)
 
+    answer = _ID_LIST.sub(lambda m: _known_in_list(m.group(0), known), answer)
     cleaned = MALFORMED_RE.sub("", CITATION_RE.sub(fix, BARE_ID_RE.sub(bare, answer)))
     cleaned = tidy_spacing(cleaned).strip()
     cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned)

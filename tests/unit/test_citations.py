@@ -37,6 +37,17 @@ def test_guard_normalises_spellings_and_drops_unknown_ids():
     assert set(cited_ids(fixed)) <= {DINAH.citation_id, CHESHIRE.citation_id}
 
 
+def test_an_unknown_id_in_a_list_of_ids_leaves_no_stray_joiner():
+    answer = f"Alice's cat is described in #chk_a7c3e48f and {DINAH.citation_id}."
+    assert guard_citations(answer, [DINAH, CHESHIRE]) == (
+        f"Alice's cat is described in {DINAH.citation_id}."
+    )
+    three = f"See {DINAH.citation_id}, #chk_a7c3e48f and {CHESHIRE.citation_id}."
+    assert guard_citations(three, [DINAH, CHESHIRE]) == (
+        f"See {DINAH.citation_id} and {CHESHIRE.citation_id}."
+    )
+
+
 def test_guard_reads_a_context_id_written_without_its_prefix():
     answer = "Her cat is Dinah [11111111]. The build is [deadbeef]."
     fixed = guard_citations(answer, [DINAH, CHESHIRE])
