@@ -151,8 +151,9 @@ def finish_grounded(
     its citations (:func:`without_absence_citations`); and an answer that says nothing the
     question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
     answered" reply, as does one that leaves a question asking for a name or an amount
-    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`); one that is only a citation id becomes the sentence of
-    that passage which best matches the question, quoted (:func:`pointed_sentence`).
+    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`); one that is
+    only a citation id becomes the sentence of that passage which best matches the
+    question, quoted (:func:`pointed_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below

@@ -142,9 +142,10 @@ def _chapter_heading(block: str) -> str | None:
     return " ".join(ln.rstrip("]").strip() for ln in lines)
 
 
+# words a title sets in lower case after its first word
 _SMALL_WORDS = frozenset(
-    {"a", "an", "and", "as", "at", "but", "by", "for", "in", "nor", "of", "on", "or", "the"}
-    | {"to", "with"}
+    ("a", "an", "and", "as", "at", "but", "by", "for", "in", "nor", "of", "on", "or", "the")
+    + ("to", "with")
 )
 _ROMAN = re.compile(r"^[IVXLCDM]+\.?$")
 

@@ -39,7 +39,9 @@ def _known_in_list(ids: str, known: set[str]) -> str:
     """A list of ids without those outside ``known``, joined again ("a, b and c"), so an
     unknown one leaves no stray "and" or comma behind."""
     kept = [i for i in re.findall(r"#chk_[0-9a-fA-F]{8}", ids) if i.lower() in known]
-    return kept[0] if len(kept) == 1 else ", ".join(kept[:-1]) + " and " + kept[-1] if kept else ""
+    if len(kept) < 2:
+        return "".join(kept)
+    return ", ".join(kept[:-1]) + " and " + kept[-1]
 
 
 def tidy_spacing(text: str) -> str:
