@@ -102,3 +102,9 @@ def without_reference_marks(text: str) -> str:
     """``text`` without footnote marks such as ``[47]`` after punctuation or opening a line
     (see above): they cost a small model tokens, and it copies them into answers."""
     return _REFERENCE_MARKS.sub("", text)
+
+
+def has_caseless_letters(text: str) -> bool:
+    """Whether ``text`` holds letters of a script without capitals (Chinese, Japanese,
+    Arabic…), where checks that read capitals or English words have nothing to go by."""
+    return any(c.isalpha() and not c.isupper() and not c.islower() for c in text)

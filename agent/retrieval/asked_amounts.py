@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from agent.retrieval.citations import CITATION_RE
+from agent.text import has_caseless_letters
 
 _MONEY_OR_WEIGHT = (
     r"pa(?:y|id|ys)|cost|costs|fee|worth|earn(?:s|ed)?|income|money|price|charge[ds]?|"
@@ -65,7 +66,7 @@ def gives_no_amount_asked(answer: str, question: str) -> bool:
     if not asks_for_an_amount(question):
         return False
     plain = CITATION_RE.sub(" ", answer)
-    if any(c.isalpha() and not c.isupper() and not c.islower() for c in plain):
+    if has_caseless_letters(plain):
         return False  # a caseless script: its number words are not ours to read
     if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False

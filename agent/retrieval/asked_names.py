@@ -20,6 +20,7 @@ import re
 
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.name_words import SENTENCE_WORDS, TITLES
+from agent.text import has_caseless_letters
 
 _ASKS_NAME = re.compile(
     r"^\W*what(?:'s|’s|\s+(?:is|was|are|were))\b[^?]*?\bnames?\s*(?:of\b|\?|$)|"
@@ -53,7 +54,7 @@ def names_nothing_asked(answer: str, question: str) -> bool:
     plain = CITATION_RE.sub(" ", answer)
     if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
-    if any(c.isalpha() and not c.isupper() and not c.islower() for c in plain):
+    if has_caseless_letters(plain):
         return False  # Chinese, Japanese, Arabic…: no capitals to go by
     asked = {_key(w) for w in _WORD.findall(question)}
     return not any(
