@@ -7,8 +7,9 @@ opens a paragraph without the name. :func:`names_nothing_asked` tells such answe
 caller replies that the documents were searched and do not say it.
 
 Only questions that plainly ask for a name count ("What is the name of …", "What was his
-first name?", "What is the lizard called?"); a "Who …?" question may be answered by a
-description ("the narrator's aunt"), so it never does. An answer names something when it
+first name?", "What name did she give …", "What is the lizard called?"); a "Who …?" or
+"Whose name …?" question may be answered by a description ("the narrator's aunt"), so it
+never does. An answer names something when it
 holds a capitalised word the question does not (a title such as "Mr" or a sentence's "The"
 does not count), a quotation, a number the question lacks, or letters of a script without
 case: the check only ever takes an answer that certainly names nothing new.
@@ -24,7 +25,8 @@ from agent.text import has_caseless_letters
 
 _ASKS_NAME = re.compile(
     r"^\W*what(?:'s|’s|\s+(?:is|was|are|were))\b[^?]*?\bnames?\s*(?:of\b|\?|$)|"
-    r"^\W*what\s+(?:is|was|are|were)\b[^?]*\bcalled\s*\??\s*$",
+    r"^\W*(?:what|which)\s+names?\b|"  # "What name did she give…", "Which name…"
+    r"^\W*what\s+(?:is|was|are|were)\b[^?]*\b(?:called|named)\s*\??\s*$",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")

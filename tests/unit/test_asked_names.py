@@ -17,10 +17,15 @@ from agent.retrieval.asked_names import asks_for_a_name, names_nothing_asked
         ("What is Darcy's sister's name?", True),
         ("What's the name of the ship?", True),
         ("What is the lizard called?", True),
+        ("Which name did the captain give the island?", True),
+        ("What name does Alice give the puppy?", True),
+        ("What was the ship named?", True),
         ("Who is the eldest Bennet sister?", False),  # may be answered by a description
         ("What does the name Dinah mean?", False),
         ("What happened to the man called Bill after that?", False),
         ("Which club did he join?", False),
+        ("Whose name is on the deed?", False),  # "her aunt's" answers it
+        ("What named storms hit the coast?", False),
     ],
 )
 def test_questions_asking_for_a_name(question, asks):
