@@ -9,10 +9,10 @@ caller replies that the documents were searched and do not say it.
 Only questions that plainly ask for a name count ("What is the name of …", "What was his
 first name?", "What name did she give …", "What is the lizard called?"); a "Who …?" or
 "Whose name …?" question may be answered by a description ("the narrator's aunt"), so it
-never does. An answer names something when it
-holds a capitalised word the question does not (a title such as "Mr" or a sentence's "The"
-does not count), a quotation, a number the question lacks, or letters of a script without
-case: the check only ever takes an answer that certainly names nothing new.
+never does. An answer names something when it holds a capitalised word the question does not
+(a title such as "Mr" or a sentence's "The" does not count), a quotation, a number the
+question lacks, or letters of a script without case: the check only ever takes an answer
+that certainly names nothing new.
 """
 
 from __future__ import annotations
