@@ -4,9 +4,9 @@ question, with their neighbours, before a model reads it.
 A small CPU model pays for every prompt token before its first answer token (~10-20 ms
 each on 2 cores), and is misled by the sentences around the answer. Most of a passage is
 neither the answer nor what frames it. :func:`focus_passages` keeps, per passage, the
-sentences that share the most question words (weighted by how rare each word is across
-the passages, so a word every passage has, the book's hero say, counts for little), plus
-``neighbours`` sentences either side, in the passage's order; a gap is shown as ``…``.
+sentences that share the most question words and figures (weighted by how rare each word is
+across the passages, so a word every passage has, the book's hero say, counts for little),
+plus ``neighbours`` sentences either side, in the passage's order; a gap is shown as ``…``.
 The passage keeps its citation id: every kept sentence is still under it. With
 :func:`focus_by_holder`, a kept sentence goes under the sibling chunk that holds it instead,
 so a citation opens the paragraph that says it.
@@ -26,11 +26,21 @@ from agent.text import content_terms
 
 GAP = "…"
 
+# a number as written: "1.3.1", "3,960", "6:30", "12"; the content words leave out every
+# token under three characters, and split a version or a decimal into such tokens
+_FIGURE = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def _terms(text: str) -> set[str]:
+    """The content words of ``text`` and its figures whole ("1.3.1" is not "1.3.0"), which
+    tell apart sentences that share every other word (a release's version, a season's year)."""
+    return content_terms(text) | {f.replace(",", "") for f in _FIGURE.findall(text)}
+
 
 def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
-    """Inverse sentence frequency of each question word across every passage."""
-    wanted = content_terms(question)
-    every = [content_terms(s) for passage in sentences for s in passage]
+    """Inverse sentence frequency of each question word (or figure) across every passage."""
+    wanted = _terms(question)
+    every = [_terms(s) for passage in sentences for s in passage]
     df = Counter(t for terms in every for t in terms & wanted)
     n = max(len(every), 1)
     return {t: math.log(1 + n / df[t]) for t in wanted if df[t]}
@@ -160,7 +170,7 @@ def _focus(
         if short and span is None:
             focused[cid] = (sentences, list(range(len(sentences))))
             continue
-        terms = [content_terms(s) if lo <= i <= hi else set() for i, s in enumerate(sentences)]
+        terms = [_terms(s) if lo <= i <= hi else set() for i, s in enumerate(sentences)]
         fallback = list(range(lo, hi + 1 if short else lo + hits))
         # as long as the passage at most: its neighbours may cross its edges, not grow it
         limit = len(passages[cid]) if span is not None else None
