@@ -21,7 +21,7 @@ from agent.chat.answering import (
     grounded_messages,
     mixed_messages,
 )
-from agent.chat.conflicts import conflict_note, show_conflicts, shown, without_empty_alarm
+from agent.chat.conflicts import conflict_note, show_conflicts, shown, without_false_alarm
 from agent.chat.follow_up import (
     EXCHANGES,
     Exchange,
@@ -150,7 +150,7 @@ def finish_cited_answer(
     retrieved = _evidence(state)[1] if citable is None else citable
     conflicts = state.get("conflicts") or []
     if not shown(conflicts, retrieved):  # then the guard cites what the rest of it cites
-        raw = without_empty_alarm(raw)
+        raw = without_false_alarm(raw)
     if state.get("web_context"):
         answer = finish_mixed(
             raw,

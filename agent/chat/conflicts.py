@@ -136,10 +136,53 @@ def show_conflicts(answer: Answer, conflicts: Sequence[dict], retrieved: list[di
     return answer
 
 
-def without_empty_alarm(raw: str) -> str:
-    """``raw`` without a "CONFLICT DETECTED" heading followed by bare ids and no versions,
-    for a context whose passages do not disagree: the 1.5B model writes one now and then (in
-    2 of 60 hybrid answers), an alarm that says nothing and cites passages for it. An answer
-    that is nothing else is left as it is."""
-    text = re.sub(r"\n{3,}", "\n\n", _EMPTY_ALARM.sub("", raw)).strip()
+_ALARM_HEADING = re.compile(r"^[ \t]*[*#_ ]*conflicts? detected\b", re.IGNORECASE)
+# a line that opens another part of the answer ("**Conclusion**", "### Summary", "Answer:")
+_NEXT_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]|\*\*[^*\n]{2,60}\*\*[ \t]*:?[ \t]*$|\w[\w ]{1,40}:[ \t]*$)"
+)
+
+
+def _one_source_alarms(raw: str) -> str:
+    """``raw`` without each "CONFLICT DETECTED" section that cites fewer than two passages:
+    its heading, the paragraph under it, and a question after it about which source to
+    trust. Sources cannot disagree with one passage or none: the 1.5B model heads with it
+    a gap it sees ("The passage does not provide any information about why the mill shut
+    down") or one passage's own words ("Fourteenth … Fifteenth"), under an answer that
+    said the opposite."""
+    lines = raw.split("\n")
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not _ALARM_HEADING.match(lines[i]):
+            kept.append(lines[i])
+            i += 1
+            continue
+        end = i + 1
+        if not _ALARM_HEADING.sub("", lines[i]).strip(" \t*_:.-"):  # the paragraph is below
+            while end < len(lines) and not lines[end].strip():
+                end += 1
+        while end < len(lines) and lines[end].strip() and not _NEXT_HEADING.match(lines[end]):
+            end += 1
+        section = "\n".join(lines[i:end])
+        if len(set(cited_ids(section))) >= 2:
+            kept.extend(lines[i:end])
+        else:
+            after = end
+            while after < len(lines) and not lines[after].strip():
+                after += 1
+            if after < len(lines) and asks_which_to_trust(lines[after]):
+                end = after + 1
+        i = end
+    return "\n".join(kept)
+
+
+def without_false_alarm(raw: str) -> str:
+    """``raw`` without a false conflict alarm, for a context whose passages do not
+    disagree: a "CONFLICT DETECTED" heading followed by bare ids and no versions (the 1.5B
+    model writes one now and then: in 2 of 60 hybrid answers, an alarm that says nothing
+    and cites passages for it), or a section citing fewer than two passages
+    (:func:`_one_source_alarms`). An answer that is nothing else is left as it is."""
+    text = _one_source_alarms(_EMPTY_ALARM.sub("", raw))
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
     return text if text and text != raw.strip() else raw

@@ -15,7 +15,7 @@ from agent.chat.conflicts import (
     conflict_note,
     detect,
     show_conflicts,
-    without_empty_alarm,
+    without_false_alarm,
 )
 from agent.retrieval.citations import cited_ids
 from agent.retrieval.conflicts import Passage, find_conflicts, keep_both_sides
@@ -284,9 +284,34 @@ def test_an_alarm_naming_only_ids_is_dropped_when_no_passages_disagree():
     assert finish(more).text == f"She shrank {b}.\n\nThe cake made her small {b}."
     # an alarm that states the versions, or an answer that is nothing else, is left alone
     stated = f"CONFLICT DETECTED\n{a} says she spoke, but {b} says she shrank."
-    assert without_empty_alarm(stated) == stated
+    assert without_false_alarm(stated) == stated
     alone = f"CONFLICT DETECTED\n{a} and {b}"
-    assert without_empty_alarm(alone) == alone
+    assert without_false_alarm(alone) == alone
+
+
+def test_an_alarm_citing_fewer_than_two_passages_is_dropped_when_none_disagree():
+    """Sources cannot disagree with one passage: the 1.5B model headed with "CONFLICT
+    DETECTED" a gap it saw, under a conclusion that said the opposite."""
+    a, b = "#chk_2f492d07", "#chk_8a1a7276"
+    conclusion = f"The mill shut down because cheaper plastic buttons took its markets {a}."
+    gap = (
+        f"{conclusion}\nCONFLICT DETECTED\nThe passage does not provide any information about"
+        " why the mill shut down. It only states that it became a library."
+    )
+    assert without_false_alarm(gap) == conclusion
+    inline = f"{conclusion}\n\n**CONFLICT DETECTED**: The passage does not say why {a}."
+    assert without_false_alarm(inline) == conclusion
+    # one passage's own words, then which source to trust, then more of the answer
+    own = (
+        f"**CONFLICT DETECTED:**\n\nThe Hare says the fifteenth {a}, the Hatter the"
+        f" fourteenth {a}.\n\nWhich source do you trust?\n\n**Conclusion**\n{conclusion}"
+    )
+    assert (
+        without_false_alarm(f"Facts {a}.\n\n{own}") == f"Facts {a}.\n\n**Conclusion**\n{conclusion}"
+    )
+    # two passages stating two versions: a conflict the detector missed, kept
+    two = f"{conclusion}\n\nCONFLICT DETECTED\n{a} says 1811, but {b} says 1812."
+    assert without_false_alarm(two) == two
 
 
 def test_both_sides_cited_but_one_version_unsaid_gets_the_question_naming_both():
