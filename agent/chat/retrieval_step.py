@@ -58,13 +58,15 @@ def _search_options(
     for the CPU model); each with its own threshold, which a hosted model's search fills
     past down to ``threshold_admitted_floor``. ``top_k`` overrides the count.
 
-    The local model fills down to ``threshold_admitted_floor_local`` except on Path C and
-    on a follow-up ``continuing`` its chat's last exchange (:func:`follows_on`): that reads
-    every passage the exchange did not show, and filled it got new ones (1.1 -> 3.7 s to
-    the first token); Path C already takes several passages (filled, ~110 more tokens)."""
+    The local model fills down to ``threshold_admitted_floor_local`` except on a follow-up
+    ``continuing`` its chat's last exchange (:func:`follows_on`): that reads every passage
+    the exchange did not show, and filled it got new ones (1.1 -> 3.7 s to the first
+    token). On Path C it fills only up to its ``k`` passages: in a book, several clear the
+    threshold (filled fully: ~110 more tokens), but in a short article or across two books
+    one alone could ("Compare the Queen of Hearts and Lady Catherine" read Alice only)."""
     if spec != "local":
         floor = settings.threshold_admitted_floor
-    elif continuing or mode == "deep":
+    elif continuing:
         floor = None
     else:
         floor = settings.threshold_admitted_floor_local
@@ -79,6 +81,7 @@ def _search_options(
         expand=settings.query_expansion,
         rerank=settings.rerank_enabled,
         admitted_floor=floor,
+        fill_to=(top_k or k) if spec == "local" and mode == "deep" else None,
     )
 
 

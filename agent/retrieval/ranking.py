@@ -140,7 +140,8 @@ def apply_layers(
     ~200 more on a follow-up (new passages, not the cached ones: 1.1 -> 3.7 s to the first
     token on 2 cores). So every model fills, but the local model keeps to the threshold
     on Path C and on a follow-up that continues its chat's exchange
-    (``agent.chat.retrieval_step._search_options``)."""
+    (``agent.chat.retrieval_step._search_options``); on Path C it fills only up to
+    ``options.fill_to`` chunks, when fewer clear the threshold."""
     first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
     if options.threshold is None:
         return (first if scored else "none"), scored
@@ -154,9 +155,16 @@ def apply_layers(
     floor = threshold if options.admitted_floor is None else min(threshold, options.admitted_floor)
 
     def admitted(ranked: Scored) -> Scored:
-        if not any(similarity.get(c, -1.0) >= threshold for c, _ in ranked):
+        above = [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= threshold]
+        if not above:
             return []
-        return [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= floor]
+        filled = [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= floor]
+        if options.fill_to is None:
+            return filled
+        below = {c for c, _ in filled if similarity.get(c, -1.0) < threshold}
+        extra = [c for c, _ in filled if c in below][: max(options.fill_to - len(above), 0)]
+        kept = {c for c, _ in above} | set(extra)
+        return [(c, s) for c, s in filled if c in kept]
 
     layers: list[tuple[Layer, Scored]] = []
     if not keyword_failed:

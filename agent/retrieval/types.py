@@ -35,6 +35,9 @@ class SearchOptions:
     admitted_floor: float | None = None
     """With a ``threshold``: once a chunk clears it, the fused ranking fills the results down
     to this similarity (``None``: the threshold filters every chunk)."""
+    fill_to: int | None = None
+    """With ``admitted_floor``: fill only while fewer than this many chunks clear the
+    threshold, up to this many (``None``: every chunk down to the floor)."""
 
 
 @dataclass(frozen=True)
