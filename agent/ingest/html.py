@@ -2,7 +2,8 @@
 
 Navigation, scripts, forms, asides and page headers/footers are dropped. Paragraphs, list items,
 block quotes, preformatted blocks and other block elements each become a :class:`Paragraph`;
-table rows become one paragraph each, cells joined with ``" | "``.
+a table's rows become one paragraph each, under the column names its ``th`` row gives
+(:mod:`agent.ingest.tables`).
 
 Parsed with lxml (libxml2): linear time, unlike Python's ``html.parser``, which is quadratic on
 some inputs in older patch releases (5 s for 100 KB of ``<a`` on 3.11.7). The tree is walked
@@ -18,6 +19,7 @@ import re
 
 from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument
 from agent.ingest.encoding import DecodedText, decode_text
+from agent.ingest.tables import table_lines
 
 DROPPED_TAGS = (
     "script",
@@ -150,6 +152,9 @@ class _TextWalker:
         self.first_h1: str | None = None
         self._parts: list[str] = []
         self._cells: list[str] = []
+        self._rows: list[list[str]] = []  # the table's rows read so far
+        self._header_row = False  # the table's first row is all th cells
+        self._th_only = True  # the row being read has th cells only
         self._chapter: str | None = None
         self._section: str | None = None
         self._heading = 0  # level of the heading being read, 0 outside headings
@@ -176,6 +181,8 @@ class _TextWalker:
             self._parts.append("\n")
         elif tag in _CELLS:
             self._cell_depth += 1
+            if self._cell_depth == 1 and tag != "th":
+                self._th_only = False
             self._parts.append(" ")
         elif self._cell_depth or self._heading:
             if tag in _STRUCTURE:
@@ -202,15 +209,30 @@ class _TextWalker:
             if tag in _STRUCTURE:
                 self._parts.append(" ")
         elif tag == "tr":
-            self._flush()
-            self._add(" | ".join(cell for cell in self._cells if cell))
-            self._cells = []
+            self._end_row()
+        elif tag == "table":
+            self._end_table()
         elif tag == "pre":
             lines = "".join(self._parts).splitlines()
             self._parts = []
             self._add("\n".join(line.rstrip() for line in lines if line.strip()))
         elif tag in _STRUCTURE:
             self._flush()
+
+    def _end_row(self) -> None:
+        self._flush()
+        if any(self._cells):
+            if not self._rows:
+                self._header_row = self._th_only
+            self._rows.append(self._cells)
+        self._cells, self._th_only = [], True
+
+    def _end_table(self) -> None:
+        """The table's rows as paragraphs, under the column names of a first row of ``th``."""
+        self._flush()
+        rows, self._rows = self._rows, []
+        for line in table_lines(rows, True if self._header_row else None):
+            self._add(line)
 
     def _end_heading(self) -> None:
         text, level = self._take(), self._heading

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent.ingest.document import DocumentTooLarge, Paragraph, ParsedDocument, UnreadableDocument
+from agent.ingest.tables import table_lines
 
 MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
 """Largest total uncompressed size of a DOCX/PPTX archive that is opened (the default of
@@ -243,8 +244,10 @@ def _docx_kind(paragraph: Any) -> str | None:
     return None
 
 
-def _docx_table_rows(table: Any, document: Any) -> Iterator[str]:
-    """Each row's cells joined with " | "; one entry per ``w:tc``, so merged cells appear once.
+def _docx_table_rows(table: Any, document: Any) -> list[str]:
+    """Each row as a line of text (:func:`~agent.ingest.tables.table_lines`), one cell per
+    ``w:tc``, so merged cells appear once; a first row Word repeats on each page
+    (``w:tblHeader``) names the columns.
 
     Read from the XML rather than ``Row.cells``, which repeats merged cells and recurses once per
     row of a vertical merge.
@@ -252,15 +255,20 @@ def _docx_table_rows(table: Any, document: Any) -> Iterator[str]:
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph as DocxParagraph
 
+    rows: list[list[str]] = []
+    header = None
     for tr in table.iterchildren(qn("w:tr")):
+        if not rows:
+            properties = tr.find(qn("w:trPr"))
+            if properties is not None and properties.find(qn("w:tblHeader")) is not None:
+                header = True
         cells = []
         for tc in tr.iterchildren(qn("w:tc")):
             # tc.iter also reaches nested tables: their text stays inside this cell
             texts = (_squash(DocxParagraph(p, document).text) for p in tc.iter(qn("w:p")))
             cells.append(" ".join(t for t in texts if t))
-        row = " | ".join(cell for cell in cells if cell)
-        if row:
-            yield row
+        rows.append(cells)
+    return table_lines(rows, header)
 
 
 # --- PPTX ---------------------------------------------------------------------------------------
@@ -288,9 +296,9 @@ def _shape_texts(shapes: Any) -> Iterator[str]:
                 text = _squash(paragraph.text)
                 if text:
                     yield text
-        elif shape.has_table:
-            for row in shape.table.rows:
-                cells = (_squash(cell.text) for cell in row.cells if not cell.is_spanned)
-                text = " | ".join(cell for cell in cells if cell)
-                if text:
-                    yield text
+        elif shape.has_table:  # PowerPoint's "header row" flag names the columns
+            rows = [
+                [_squash(cell.text) for cell in row.cells if not cell.is_spanned]
+                for row in shape.table.rows
+            ]
+            yield from table_lines(rows, shape.table.first_row)

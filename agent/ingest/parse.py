@@ -27,6 +27,7 @@ from agent.ingest.encoding import decode_text
 from agent.ingest.html import parse_html
 from agent.ingest.office import parse_docx, parse_pptx
 from agent.ingest.pdf import parse_pdf
+from agent.ingest.tables import markdown_table, table_lines
 
 __all__ = [
     "ParsedDocument",
@@ -195,21 +196,37 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
 
 
 def parse_markdown(text: str, default_title: str) -> ParsedDocument:
-    """Markdown: ``#`` headings are chapters, deeper headings are sections."""
+    """Markdown: ``#`` headings are chapters, deeper headings are sections; a pipe table's
+    rows are paragraphs, each under its column names (:mod:`agent.ingest.tables`)."""
     paragraphs: list[Paragraph] = []
     chapter = section = None
     title = default_title
+    body_lines: list[str] = []
+
+    def end_paragraph() -> None:
+        if body_lines:
+            paragraphs.append(
+                Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+            )
+            body_lines.clear()
+
     for block in blocks(text):
         lines = block.strip().splitlines()
-        body_lines: list[str] = []
-        for line in lines:
+        i = 0
+        while i < len(lines):
+            line = lines[i]
             m = _MD_HEADING.match(line.strip())
+            rows = None if m else markdown_table(_pipe_run(lines, i))
+            if rows is not None:
+                end_paragraph()
+                paragraphs.extend(
+                    Paragraph(row, chapter=chapter, section=section)
+                    for row in table_lines(rows, header=True)
+                )
+                i += len(rows) + 1  # the header's rule is not a row
+                continue
             if m:
-                if body_lines:
-                    paragraphs.append(
-                        Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
-                    )
-                    body_lines = []
+                end_paragraph()
                 level, heading = len(m.group(1)), m.group(2).strip()
                 if level == 1:
                     if title == default_title and chapter is None and not paragraphs:
@@ -219,11 +236,17 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
                     section = heading
             else:
                 body_lines.append(line)
-        if body_lines:
-            paragraphs.append(
-                Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
-            )
+            i += 1
+        end_paragraph()
     return ParsedDocument(title=title, file_type="md", paragraphs=[p for p in paragraphs if p.text])
+
+
+def _pipe_run(lines: list[str], start: int) -> list[str]:
+    """The lines from ``start`` on that hold a ``|``: a pipe table, if one starts there."""
+    end = start
+    while end < len(lines) and "|" in lines[end]:
+        end += 1
+    return lines[start:end]
 
 
 def _text_parser(parse: Callable[[str, str], ParsedDocument]) -> Parser:

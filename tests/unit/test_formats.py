@@ -142,8 +142,7 @@ def test_pptx_slides_titles_tables_and_groups(deck_pptx):
         (1, "Agenda", "Results"),
         (1, "Agenda", "Plans"),
         (2, "Numbers", "Numbers"),
-        (2, "Numbers", "Region | Sales"),
-        (2, "Numbers", "North | 42"),
+        (2, "Numbers", "Region: North; Sales: 42."),  # each row under its column names
         (3, None, "Grouped note"),
     ]
 
@@ -303,8 +302,7 @@ def test_html_main_text_headings_and_junk_removed():
         ("Pastéis de nata", "Lisbon", "Food"),
         ("Bacalhau", "Lisbon", "Food"),
         ("Eat early.", "Lisbon", "Food"),
-        ("Dish | Price", "Lisbon", "Food"),
-        ("Soup | 3 €", "Lisbon", "Food"),
+        ("Dish: Soup; Price: 3 €.", "Lisbon", "Food"),  # th cells name the columns
         ("bica\n  galão", "Lisbon", "Coffee"),
         ("Porto has wine.", "Porto", None),
     ]

@@ -1,0 +1,87 @@
+"""A table's rows as text that search and a model can read: each row under its column names.
+
+A row joined as "Marrowgate | 3 Tolley Street | 09:00-17:00 | Priya Oststrand" has lost what
+its cells are. The small embedder put such rows far from "Who manages the Marrowgate
+office?" (cosine 0.16: the question was answered as not covered), and the 1.5B model,
+reading the header three rows up, gave another row's manager. Written as "City: Marrowgate;
+Address: 3 Tolley Street; Opening hours: 09:00-17:00; Manager: Priya Oststrand." a row says
+what each cell is, and as one sentence it is what a focused passage keeps
+(:mod:`agent.retrieval.focus`).
+
+The header row is known from the markup where the format has one (HTML ``th``, Markdown's
+separator line, PowerPoint's header-row flag, Word's repeated header row); otherwise a first
+row counts as the header when the table has at least three columns and each of its cells is
+a short label without digits (a two-column table is as often label | value pairs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# a column name: opens with a letter, holds no digit ("Q3 revenue" is a value-like label)
+_LABEL = re.compile(r"^[^\W\d_][^\d]{0,40}$")
+_MARKDOWN_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def looks_like_header(row: Sequence[str], rows: int) -> bool:
+    """Whether ``row``, the first of ``rows`` rows, names the columns of a table whose
+    markup does not say (see the module docs)."""
+    return (
+        rows >= 2
+        and len(row) >= 3
+        and all(_LABEL.match(cell) and len(cell.split()) <= 5 for cell in row)
+    )
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+def table_lines(rows: Sequence[Sequence[str]], header: bool | None = None) -> list[str]:
+    """One line of text per row of a table: with a header row (``header``; ``None``: judged
+    by :func:`looks_like_header`), each later row as ``"Name: cell; Name: cell."`` (empty
+    cells left out; a row with more or fewer cells than the header, as merged cells give,
+    joined with ``" | "``); without one, each row's cells joined with ``" | "``."""
+    table = [[_squash(cell) for cell in row] for row in rows]
+    table = [row for row in table if any(row)]
+    if not table:
+        return []
+    if header is None:
+        header = looks_like_header(table[0], len(table))
+    names = table[0]
+    if not header or len(table) < 2 or sum(1 for name in names if name) < 2:
+        return [" | ".join(cell for cell in row if cell) for row in table]
+    lines = []
+    for row in table[1:]:
+        if len(row) != len(names):
+            lines.append(" | ".join(cell for cell in row if cell))
+            continue
+        pairs = [
+            f"{name}: {cell}" if name else cell
+            for name, cell in zip(names, row, strict=True)
+            if cell
+        ]
+        lines.append(_sentence("; ".join(pairs)))
+    return lines
+
+
+def markdown_table(lines: Sequence[str]) -> list[list[str]] | None:
+    """The rows of a Markdown pipe table (header, ``---`` rule, rows), without the rule;
+    ``None`` when ``lines`` are not one."""
+    if len(lines) < 2 or not _MARKDOWN_RULE.match(lines[1]) or "|" not in lines[0]:
+        return None
+    if not all("|" in line for line in lines):
+        return None
+
+    def cells(line: str) -> list[str]:
+        line = line.strip()
+        line = line[1:] if line.startswith("|") else line
+        line = line[:-1] if line.endswith("|") else line
+        return [_squash(cell) for cell in line.split("|")]
+
+    return [cells(lines[0]), *(cells(line) for line in lines[2:])]

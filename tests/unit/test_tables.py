@@ -1,0 +1,87 @@
+"""Table rows as text: each row under its column names (``agent.ingest.tables``), in every
+format that has tables."""
+
+from __future__ import annotations
+
+import io
+
+import docx
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
+
+from agent.ingest.parse import parse_bytes
+from agent.ingest.tables import looks_like_header, markdown_table, table_lines
+
+OFFICES = [
+    ["City", "Address", "Opening hours", "Manager"],
+    ["Lanthorn Bay", "14 Quillon Wharf", "07:30-19:00", "Dorian Halvey"],
+    ["Marrowgate", "3 Tolley Street", "09:00-17:00", "Priya Oststrand"],
+]
+
+
+def test_each_row_says_what_each_cell_is_as_one_sentence():
+    assert table_lines(OFFICES) == [
+        "City: Lanthorn Bay; Address: 14 Quillon Wharf; Opening hours: 07:30-19:00;"
+        " Manager: Dorian Halvey.",
+        "City: Marrowgate; Address: 3 Tolley Street; Opening hours: 09:00-17:00;"
+        " Manager: Priya Oststrand.",
+    ]
+
+
+def test_empty_cells_are_left_out_and_a_merged_row_is_joined():
+    rows = [["Plant", "Height", "Colour"], ["Kale", "", "silver"], ["Note: all hardy"]]
+    assert table_lines(rows) == ["Plant: Kale; Colour: silver.", "Note: all hardy"]
+
+
+def test_a_first_row_of_values_or_two_columns_is_no_header_unless_the_markup_says():
+    figures = [["Item", "Q1", "Q2"], ["Rent", "10", "12"]]
+    assert not looks_like_header(figures[0], 2)  # "Q1" holds a digit
+    assert table_lines(figures) == ["Item | Q1 | Q2", "Rent | 10 | 12"]
+    pairs = [["Name", "Priya Oststrand"], ["Role", "Manager"]]
+    assert table_lines(pairs) == ["Name | Priya Oststrand", "Role | Manager"]
+    assert table_lines([["Region", "Sales"], ["North", "42"]], header=True) == [
+        "Region: North; Sales: 42."
+    ]
+
+
+def test_markdown_pipe_tables_are_read_with_their_header():
+    lines = ["| Dish | Paprika |", "|---|:---:|", "| Stew | 2 teaspoons |"]
+    assert markdown_table(lines) == [["Dish", "Paprika"], ["Stew", "2 teaspoons"]]
+    assert markdown_table(["a | b", "not a rule"]) is None
+    text = (
+        "# Kitchen\n\nIntro line.\n\n## Dishes\n| Dish | Paprika |\n|---|---|\n"
+        "| Stew | 2 teaspoons |\n| Soup | none |\nAfter the table."
+    )
+    doc = parse_bytes(text.encode(), "notes.md")
+    assert [(p.text, p.section) for p in doc.paragraphs] == [
+        ("Intro line.", None),
+        ("Dish: Stew; Paprika: 2 teaspoons.", "Dishes"),
+        ("Dish: Soup; Paprika: none.", "Dishes"),
+        ("After the table.", "Dishes"),
+    ]
+
+
+def test_html_tables_without_th_use_the_header_judgement():
+    page = (
+        "<main><p>Offices.</p><table>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in OFFICES)
+        + "</table></main>"
+    ).encode()
+    texts = [p.text for p in parse_bytes(page, "offices.html").paragraphs]
+    assert texts[0] == "Offices."
+    assert texts[2].startswith("City: Marrowgate;") and texts[2].endswith("Priya Oststrand.")
+
+
+def test_a_word_header_row_names_two_columns():
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    for r, row in enumerate([["Role", "Notice"], ["Engineer", "1 month"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    properties = table.rows[0]._tr.get_or_add_trPr()
+    properties.append(OxmlElement("w:tblHeader"))
+    assert properties.find(qn("w:tblHeader")) is not None
+    buffer = io.BytesIO()
+    document.save(buffer)
+    texts = [p.text for p in parse_bytes(buffer.getvalue(), "notice.docx").paragraphs]
+    assert texts == ["Role: Engineer; Notice: 1 month."]
