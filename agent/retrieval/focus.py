@@ -104,6 +104,30 @@ def _kept(
     return sorted(distance)
 
 
+_ASKS = re.compile(r"\?[\"'”’)\]]*$")
+
+
+def _with_replies(
+    keep: list[int], sentences: list[str], lengths: list[int], limit: int | None
+) -> list[int]:
+    """``keep`` with the reply to each kept question: in a dialogue or a transcript it is
+    the sentence after it, or after the question that follows ("All those in favour?" "And
+    those against?" "Seven in favour, two against."), while the run is within ``limit``
+    characters."""
+    kept = set(keep)
+    total = sum(lengths[i] + 1 for i in kept)
+    for i in sorted(keep):
+        reply = i + 1
+        while reply < len(sentences) and reply - i <= 2 and _ASKS.search(sentences[reply - 1]):
+            if reply not in kept:
+                if limit is not None and total + lengths[reply] + 1 > limit:
+                    break
+                kept.add(reply)
+                total += lengths[reply] + 1
+            reply += 1
+    return sorted(kept)
+
+
 def _joined(sentences: list[str], keep: list[int], shown: frozenset[int] | None = None) -> str:
     """The kept sentences, ``…`` where sentences are left out (those in ``shown``, kept
     under another passage, are not left out)."""
@@ -176,7 +200,13 @@ def _focus(
         limit = len(passages[cid]) if span is not None else None
         if most:
             limit = min(limit or most, most)
-        kept = _kept(_best(terms, weights, hits), neighbours, [len(x) for x in sentences], limit)
+        lengths = [len(x) for x in sentences]
+        kept = _with_replies(
+            _kept(_best(terms, weights, hits), neighbours, lengths, limit),
+            sentences,
+            lengths,
+            limit,
+        )
         focused[cid] = (sentences, kept or fallback)
     return focused
 

@@ -1,0 +1,67 @@
+"""Focused passages: a question's figures matched whole (a version, a year, a count), and the
+reply after a kept question kept with it."""
+
+from __future__ import annotations
+
+from agent.retrieval.focus import focus_passages
+
+_RELEASES = (
+    "quillstream is a log library, first released in 2019. "
+    "Version 0.4.0 (17 January 2020) was released with gzip support. "
+    "Version 1.0.0 (2 March 2020) was released as the first stable version. "
+    "The project moved to a new home that year. "
+    "Its maintainers met twice in Leeds. "
+    "Version 1.3.1 (30 June 2021) was released to fix a leap-second bug."
+)
+
+
+def test_a_version_asked_for_keeps_the_sentence_that_gives_it():
+    focused = focus_passages("When was quillstream 1.3.1 released?", {"#chk_0000000a": _RELEASES})[
+        "#chk_0000000a"
+    ]
+    assert "Version 1.3.1 (30 June 2021)" in focused
+    assert "Version 1.0.0" not in focused  # far from both picks: left out
+
+
+def test_a_figure_with_a_thousands_comma_matches_it_without():
+    text = (
+        "The town had 2100 people by 1850. A school followed. "
+        "The town had 2800 people by 1870. The chapel was rebuilt. The market moved. "
+        "The town had 3960 people by 1901."
+    )
+    focused = focus_passages("When did the town have 3,960 people?", {"#chk_0000000b": text})[
+        "#chk_0000000b"
+    ]
+    assert "3960 people by 1901" in focused
+
+
+_MEETING = (
+    "MAYOR ALDEN: The first item is the footbridge. "
+    "COUNCILLOR OYELARAN: Its timber beams have rotted. "
+    "COUNCILLOR BRIGGS: I still think we should wait for the county grant. "
+    "MAYOR ALDEN: Noted. "
+    "MAYOR ALDEN: Let us put the footbridge repair to a vote. "
+    "MAYOR ALDEN: All those in favour of approving the repair? "
+    "MAYOR ALDEN: And those against? "
+    "CLERK MARSH: Seven in favour, two against. "
+    "MAYOR ALDEN: The second item is parking. "
+    "COUNCILLOR BRIGGS: I propose charges at the Quay Street car park."
+)
+
+
+def test_the_reply_to_a_kept_question_is_kept_with_it():
+    focused = focus_passages(
+        "What was the result of the vote on the footbridge repair?",
+        {"#chk_0000000c": _MEETING},
+    )["#chk_0000000c"]
+    assert "And those against? CLERK MARSH: Seven in favour, two against." in focused
+    assert "Quay Street" not in focused  # the reply only, not what follows it
+
+
+def test_a_reply_is_left_out_past_the_passage_limit():
+    focused = focus_passages(
+        "What was the result of the vote on the footbridge repair?",
+        {"#chk_0000000d": _MEETING},
+        most=150,
+    )["#chk_0000000d"]
+    assert "Seven in favour" not in focused
