@@ -113,7 +113,7 @@ def plan_chunks(doc_id: uuid.UUID, parsed: ParsedDocument, settings: Settings) -
             redactions[kind] = redactions.get(kind, 0) + n
         clean.append(Paragraph(result.text, p.page, p.chapter, p.section))
     level = sensitivity_level(bool(redactions), density, settings.pii_density_medium)
-    drafts = chunk_document(doc_type, clean, settings)
+    drafts = chunk_document(doc_type, clean, settings, slides=parsed.file_type == "pptx")
     parents: list[NewParentChunk] = []
     children: list[tuple[ChunkDraft, uuid.UUID, uuid.UUID | None]] = []
     for index, draft in enumerate(drafts):

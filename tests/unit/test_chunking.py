@@ -3,8 +3,9 @@ import itertools
 import pytest
 
 from agent.config import Settings
-from agent.ingest.chunking import _wrap, chunk_flat, chunk_long_form
+from agent.ingest.chunking import _wrap, chunk_document, chunk_flat, chunk_long_form
 from agent.ingest.detect import detect_document_type
+from agent.ingest.document import Paragraph
 from agent.ingest.parse import UnreadableDocument, UnsupportedDocument, parse_bytes
 from agent.ingest.sentences import split_sentences
 from tests.support.paths import ALICE
@@ -142,3 +143,18 @@ def test_bad_input_gets_clear_errors():
     )
     with pytest.raises(UnreadableDocument, match="password"):
         parse_bytes(encrypted.read_bytes(), encrypted.name)
+
+
+def test_a_decks_chunks_keep_to_one_slide_each():
+    deck = [
+        Paragraph("Halverd Ceramics: Q3 review.", page=1),
+        Paragraph("Presented by the finance team.", page=1),
+        Paragraph("Region: Southern Ports; Growth: +7%.", page=2),
+        Paragraph("Decision: close the Pellham warehouse.", page=3),
+    ]
+    settings = Settings()
+    slides = chunk_document("USER", deck, settings, slides=True)
+    assert [(c.page, c.page_end) for c in slides] == [(1, 1), (2, 2), (3, 3)]
+    assert slides[0].text == "Halverd Ceramics: Q3 review. Presented by the finance team."
+    # other flat documents pack pages together as before
+    assert len(chunk_document("USER", deck, settings)) == 1
