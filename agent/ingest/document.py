@@ -65,6 +65,33 @@ def unwrap(block: str) -> str:
     return " ".join(line.strip() for line in block.splitlines() if line.strip())
 
 
+# a line opening a list item: "- ", "* ", "+ ", "• ", "1. ", "2) "
+_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?=.*\w)")
+
+
+def paragraphs_of(block: str) -> list[str]:
+    """A block's paragraphs: the block unwrapped (:func:`unwrap`), or, when it holds a list,
+    the text before the list and each item (with its wrapped lines) apart, an item closed
+    with a full stop when it has no end mark. Joined, "- 3 carrots - 2 teaspoons of smoked
+    paprika - 1 bay leaf" was one sentence, and the model read "1 teaspoon" out of it."""
+    lines = block.splitlines()
+    if not any(_ITEM.match(line) for line in lines):
+        return [unwrap(block)]
+    pieces: list[list[str]] = [[]]
+    for line in lines:
+        if _ITEM.match(line) and pieces[-1]:
+            pieces.append([])
+        pieces[-1].append(line)
+    out = []
+    for piece in pieces:
+        text = unwrap("\n".join(piece))
+        if text and _ITEM.match(piece[0]) and not text.endswith((".", "!", "?", ":", ";")):
+            text += "."
+        if text:
+            out.append(text)
+    return out
+
+
 def blocks(text: str) -> list[str]:
     """Paragraph blocks separated by blank lines."""
     return [b for b in re.split(r"\n[ \t]*\n+", text.replace("\r\n", "\n")) if b.strip()]

@@ -21,6 +21,7 @@ from agent.ingest.document import (
     UnreadableDocument,
     UnsupportedDocument,
     blocks,
+    paragraphs_of,
     unwrap,
 )
 from agent.ingest.encoding import decode_text
@@ -190,7 +191,7 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
             author = by.group(1).strip()
             title = _page_title(above) if len(paragraphs[-1].text) < 120 else title
             continue
-        paragraphs.append(Paragraph(body, chapter=chapter))
+        paragraphs.extend(Paragraph(text, chapter=chapter) for text in paragraphs_of(block))
         above = block
     return ParsedDocument(title=title, file_type="txt", paragraphs=paragraphs, author=author)
 
@@ -205,8 +206,9 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
 
     def end_paragraph() -> None:
         if body_lines:
-            paragraphs.append(
-                Paragraph(unwrap("\n".join(body_lines)), chapter=chapter, section=section)
+            paragraphs.extend(
+                Paragraph(text, chapter=chapter, section=section)
+                for text in paragraphs_of("\n".join(body_lines))
             )
             body_lines.clear()
 

@@ -1,5 +1,5 @@
-"""Table rows as text: each row under its column names (``agent.ingest.tables``), in every
-format that has tables."""
+"""Tables and lists as text: each table row under its column names (``agent.ingest.tables``),
+in every format that has tables, and each list item a paragraph of its own."""
 
 from __future__ import annotations
 
@@ -85,3 +85,23 @@ def test_a_word_header_row_names_two_columns():
     document.save(buffer)
     texts = [p.text for p in parse_bytes(buffer.getvalue(), "notice.docx").paragraphs]
     assert texts == ["Role: Engineer; Notice: 1 month."]
+
+
+def test_list_items_are_paragraphs_of_their_own():
+    notes = (
+        "# Stew\n\nFor six people:\n- 250 g pearl barley\n- 3 carrots and\n  2 parsnips\n"
+        "- 2 teaspoons of smoked paprika\n\n1. Soak the barley.\n2) Brown the pork"
+    )
+    texts = [p.text for p in parse_bytes(notes.encode(), "stew.md").paragraphs]
+    assert texts == [
+        "For six people:",
+        "- 250 g pearl barley.",
+        "- 3 carrots and 2 parsnips.",  # an item's wrapped line stays with it
+        "- 2 teaspoons of smoked paprika.",
+        "1. Soak the barley.",
+        "2) Brown the pork.",
+    ]
+    plain = "Packing list\n* a torch\n* spare socks\n\n* * *\n\nThe end came."
+    texts = [p.text for p in parse_bytes(plain.encode(), "list.txt").paragraphs]
+    # a scene break's stars are no list item
+    assert texts == ["Packing list", "* a torch.", "* spare socks.", "* * *", "The end came."]
