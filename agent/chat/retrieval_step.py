@@ -63,7 +63,7 @@ def _search_options(
     the exchange did not show, and filled it got new ones (1.1 -> 3.7 s to the first
     token). On Path C it fills only up to its ``k`` passages: in a book, several clear the
     threshold (filled fully: ~110 more tokens), but in a short article or across two books
-    one alone could ("Compare the Queen of Hearts and Lady Catherine" read Alice only)."""
+    one alone could ("Compare the Queen of Hearts and Lady Catherine" read one passage)."""
     if spec != "local":
         floor = settings.threshold_admitted_floor
     elif continuing:

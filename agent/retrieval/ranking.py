@@ -161,9 +161,8 @@ def apply_layers(
         filled = [(c, s) for c, s in ranked if similarity.get(c, -1.0) >= floor]
         if options.fill_to is None:
             return filled
-        below = {c for c, _ in filled if similarity.get(c, -1.0) < threshold}
-        extra = [c for c, _ in filled if c in below][: max(options.fill_to - len(above), 0)]
-        kept = {c for c, _ in above} | set(extra)
+        below = [c for c, _ in filled if similarity.get(c, -1.0) < threshold]
+        kept = {c for c, _ in above} | set(below[: max(options.fill_to - len(above), 0)])
         return [(c, s) for c, s in filled if c in kept]
 
     layers: list[tuple[Layer, Scored]] = []
