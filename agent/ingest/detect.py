@@ -11,8 +11,11 @@ from agent.ingest.sanitize import pii_density
 
 DocType = Literal["SENSITIVE", "FAQ", "BOOK", "USER"]
 
+# "Q: …", "Question 2: …", "3. How do I …?" (a question mark ending a sentence: a numbered
+# reference's URL, "…/players.php?id=…", asks nothing)
 _QUESTION_START = re.compile(
-    r"^\s*(?:Q\s*\d*\s*[:.)]|Question\s*\d*\s*[:.)]|\d{1,3}[.)]\s+\S.*\?)", re.I
+    r"^\s*(?:Q\s*\d*\s*[:.)]|Question\s*\d*\s*[:.)]|\d{1,3}[.)]\s+\S.*?\?(?=[\s\"'”’)]|$))",
+    re.I,
 )
 _INLINE_Q = re.compile(r"(?:^|\s)Q\s*\d*\s*[:.)]\s", re.I)
 _FAQ_WORDS = re.compile(r"\bFAQs?\b|frequently asked", re.I)

@@ -70,10 +70,11 @@ _ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?=.*\w)")
 
 
 def paragraphs_of(block: str) -> list[str]:
-    """A block's paragraphs: the block unwrapped (:func:`unwrap`), or, when it holds a list,
-    the text before the list and each item (with its wrapped lines) apart, an item closed
-    with a full stop when it has no end mark. Joined, "- 3 carrots - 2 teaspoons of smoked
-    paprika - 1 bay leaf" was one sentence, and the model read "1 teaspoon" out of it."""
+    """A Markdown block's paragraphs: the block unwrapped (:func:`unwrap`), or, when it holds a
+    list, the text before the list and each item (with its wrapped lines) apart, an item
+    closed with a full stop when it has no end mark. Joined, "- 3 carrots - 2 teaspoons
+    of smoked paprika - 1 bay leaf" was one sentence, and the model read "1 teaspoon"
+    out of it."""
     lines = block.splitlines()
     if not any(_ITEM.match(line) for line in lines):
         return [unwrap(block)]

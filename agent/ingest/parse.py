@@ -191,7 +191,7 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
             author = by.group(1).strip()
             title = _page_title(above) if len(paragraphs[-1].text) < 120 else title
             continue
-        paragraphs.extend(Paragraph(text, chapter=chapter) for text in paragraphs_of(block))
+        paragraphs.append(Paragraph(body, chapter=chapter))
         above = block
     return ParsedDocument(title=title, file_type="txt", paragraphs=paragraphs, author=author)
 

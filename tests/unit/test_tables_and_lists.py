@@ -9,6 +9,7 @@ import docx
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
+from agent.ingest.detect import is_question
 from agent.ingest.parse import parse_bytes
 from agent.ingest.tables import looks_like_header, markdown_table, table_lines
 
@@ -101,7 +102,13 @@ def test_list_items_are_paragraphs_of_their_own():
         "1. Soak the barley.",
         "2) Brown the pork.",
     ]
-    plain = "Packing list\n* a torch\n* spare socks\n\n* * *\n\nThe end came."
+    # plain text keeps its lines' paragraph: a list there has no syntax to trust
+    plain = "Packing list\n- a torch\n- spare socks"
     texts = [p.text for p in parse_bytes(plain.encode(), "list.txt").paragraphs]
-    # a scene break's stars are no list item
-    assert texts == ["Packing list", "* a torch.", "* spare socks.", "* * *", "The end came."]
+    assert texts == ["Packing list - a torch - spare socks"]
+
+
+def test_a_numbered_reference_with_a_query_string_is_no_question():
+    assert is_question("3. How do I reset my password?")
+    assert is_question('12. "Is it over?" (http://example.com/a?b=1)')
+    assert not is_question("4. Games played (https://www.soccerbase.com/players.php?id=3)")
