@@ -59,6 +59,11 @@ class ParsedDocument:
         return "\n\n".join(p.text for p in self.paragraphs)
 
 
+def squash(text: str) -> str:
+    """Collapse runs of whitespace (tabs, line breaks, vertical tabs) to single spaces."""
+    return " ".join(text.split())
+
+
 def unwrap(block: str) -> str:
     """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks)."""
     block = re.sub(r"(\w)-\n(\w)", r"\1\2", block)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument
+from agent.ingest.document import Paragraph, ParsedDocument, UnreadableDocument, squash
 from agent.ingest.encoding import DecodedText, decode_text
 from agent.ingest.tables import table_lines
 
@@ -61,10 +61,10 @@ def parse_html(data: bytes, default_title: str, filename: str) -> ParsedDocument
     """HTML: main text as located paragraphs; title from ``<title>`` or the first ``<h1>``."""
     decoded = decode_html(data, filename)
     root = _parse_tree(decoded.text, filename)
-    title = _squash(root.findtext("head/title") or "")
+    title = squash(root.findtext("head/title") or "")
     author = next(
         (
-            _squash(meta.get("content") or "")
+            squash(meta.get("content") or "")
             for meta in root.iter("meta")
             if (meta.get("name") or "").strip().lower() == "author"
         ),
@@ -134,14 +134,10 @@ def _is_dropped(el) -> bool:
 def _main_element(root):
     """``<main>`` (or ``role="main"``) when the page has one with text, else ``<body>``."""
     for main in (root.find(".//main"), next(iter(root.xpath('//*[@role="main"]')), None)):
-        if main is not None and _squash(main.text_content()):
+        if main is not None and squash(main.text_content()):
             return main
     body = root.find("body")
     return body if body is not None else root
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 class _TextWalker:
@@ -246,7 +242,7 @@ class _TextWalker:
             self._section = text
 
     def _take(self) -> str:
-        text = _squash("".join(self._parts))
+        text = squash("".join(self._parts))
         self._parts = []
         return text
 

@@ -19,7 +19,13 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from agent.ingest.document import DocumentTooLarge, Paragraph, ParsedDocument, UnreadableDocument
+from agent.ingest.document import (
+    DocumentTooLarge,
+    Paragraph,
+    ParsedDocument,
+    UnreadableDocument,
+    squash,
+)
 from agent.ingest.tables import table_lines
 
 MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
@@ -130,7 +136,7 @@ def parse_docx(
         title=_meta_title(meta_title) or first_heading or default_title,
         file_type="docx",
         paragraphs=paragraphs,
-        author=_squash(author or "") or None,
+        author=squash(author or "") or None,
     )
 
 
@@ -160,7 +166,7 @@ def parse_pptx(
         title=_meta_title(meta_title) or default_title,
         file_type="pptx",
         paragraphs=paragraphs,
-        author=_squash(author or "") or None,
+        author=squash(author or "") or None,
         page_count=len(slides),
     )
 
@@ -173,13 +179,8 @@ def _unreadable(
     return kind(f"{filename} could not be read as {what}: {detail}")
 
 
-def _squash(text: str) -> str:
-    """Collapse runs of whitespace (tabs, line breaks, vertical tabs) to single spaces."""
-    return " ".join(text.split())
-
-
 def _meta_title(value: str | None) -> str | None:
-    title = _squash(value or "")
+    title = squash(value or "")
     return title if title and not _PLACEHOLDER_TITLE.match(title) else None
 
 
@@ -199,7 +200,7 @@ def _docx_paragraphs(document: Any) -> tuple[list[Paragraph], str | None]:
             paragraphs.extend(Paragraph(row, chapter=chapter, section=section) for row in rows)
             continue
         paragraph = DocxParagraph(element, document)
-        text = _squash(paragraph.text)
+        text = squash(paragraph.text)
         kind = _docx_kind(paragraph)
         if not text or kind == "toc":
             continue
@@ -265,7 +266,7 @@ def _docx_table_rows(table: Any, document: Any) -> list[str]:
         cells = []
         for tc in tr.iterchildren(qn("w:tc")):
             # tc.iter also reaches nested tables: their text stays inside this cell
-            texts = (_squash(DocxParagraph(p, document).text) for p in tc.iter(qn("w:p")))
+            texts = (squash(DocxParagraph(p, document).text) for p in tc.iter(qn("w:p")))
             cells.append(" ".join(t for t in texts if t))
         rows.append(cells)
     return table_lines(rows, header)
@@ -279,7 +280,7 @@ def _slide_paragraphs(slide: Any, number: int) -> list[Paragraph]:
     title_shape = slide.shapes.title
     section = None
     if title_shape is not None and title_shape.has_text_frame:
-        lines = [_squash(line) for line in title_shape.text_frame.text.splitlines()]
+        lines = [squash(line) for line in title_shape.text_frame.text.splitlines()]
         section = next((line for line in lines if line), None)
     return [Paragraph(text, page=number, section=section) for text in _shape_texts(slide.shapes)]
 
@@ -293,12 +294,12 @@ def _shape_texts(shapes: Any) -> Iterator[str]:
             yield from _shape_texts(shape.shapes)
         elif shape.has_text_frame:
             for paragraph in shape.text_frame.paragraphs:
-                text = _squash(paragraph.text)
+                text = squash(paragraph.text)
                 if text:
                     yield text
         elif shape.has_table:  # PowerPoint's "header row" flag names the columns
             rows = [
-                [_squash(cell.text) for cell in row.cells if not cell.is_spanned]
+                [squash(cell.text) for cell in row.cells if not cell.is_spanned]
                 for row in shape.table.rows
             ]
             yield from table_lines(rows, shape.table.first_row)

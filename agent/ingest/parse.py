@@ -218,7 +218,7 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
         while i < len(lines):
             line = lines[i]
             m = _MD_HEADING.match(line.strip())
-            rows = None if m else markdown_table(_pipe_run(lines, i))
+            rows = None if m else markdown_table(lines, i)
             if rows is not None:
                 end_paragraph()
                 paragraphs.extend(
@@ -241,14 +241,6 @@ def parse_markdown(text: str, default_title: str) -> ParsedDocument:
             i += 1
         end_paragraph()
     return ParsedDocument(title=title, file_type="md", paragraphs=[p for p in paragraphs if p.text])
-
-
-def _pipe_run(lines: list[str], start: int) -> list[str]:
-    """The lines from ``start`` on that hold a ``|``: a pipe table, if one starts there."""
-    end = start
-    while end < len(lines) and "|" in lines[end]:
-        end += 1
-    return lines[start:end]
 
 
 def _text_parser(parse: Callable[[str, str], ParsedDocument]) -> Parser:

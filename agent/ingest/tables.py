@@ -19,13 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agent.ingest.document import squash
+
 # a column name: opens with a letter, holds no digit ("Q3 revenue" is a value-like label)
 _LABEL = re.compile(r"^[^\W\d_][^\d]{0,40}$")
 _MARKDOWN_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 def looks_like_header(row: Sequence[str], rows: int) -> bool:
@@ -47,7 +45,7 @@ def table_lines(rows: Sequence[Sequence[str]], header: bool | None = None) -> li
     by :func:`looks_like_header`), each later row as ``"Name: cell; Name: cell."`` (empty
     cells left out; a row with more or fewer cells than the header, as merged cells give,
     joined with ``" | "``); without one, each row's cells joined with ``" | "``."""
-    table = [[_squash(cell) for cell in row] for row in rows]
+    table = [[squash(cell) for cell in row] for row in rows]
     table = [row for row in table if any(row)]
     if not table:
         return []
@@ -70,18 +68,26 @@ def table_lines(rows: Sequence[Sequence[str]], header: bool | None = None) -> li
     return lines
 
 
-def markdown_table(lines: Sequence[str]) -> list[list[str]] | None:
-    """The rows of a Markdown pipe table (header, ``---`` rule, rows), without the rule;
-    ``None`` when ``lines`` are not one."""
-    if len(lines) < 2 or not _MARKDOWN_RULE.match(lines[1]) or "|" not in lines[0]:
+def markdown_table(lines: Sequence[str], start: int = 0) -> list[list[str]] | None:
+    """The rows of the Markdown pipe table opening at ``lines[start]`` (header, ``---`` rule,
+    then every following line holding a ``|``), without the rule; ``None`` when none opens
+    there. The rule is checked first, so a run of piped lines that is no table costs one
+    look per line."""
+    if (
+        start + 1 >= len(lines)
+        or "|" not in lines[start]
+        or "|" not in lines[start + 1]
+        or not _MARKDOWN_RULE.match(lines[start + 1])
+    ):
         return None
-    if not all("|" in line for line in lines):
-        return None
+    end = start + 2
+    while end < len(lines) and "|" in lines[end]:
+        end += 1
 
     def cells(line: str) -> list[str]:
         line = line.strip()
         line = line[1:] if line.startswith("|") else line
         line = line[:-1] if line.endswith("|") else line
-        return [_squash(cell) for cell in line.split("|")]
+        return [squash(cell) for cell in line.split("|")]
 
-    return [cells(lines[0]), *(cells(line) for line in lines[2:])]
+    return [cells(lines[start]), *(cells(line) for line in lines[start + 2 : end])]
