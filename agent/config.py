@@ -20,12 +20,19 @@ REASONING_KEYWORDS = [
     "how is", "how are", "what causes", "what leads to", "connect", "connection", "relationship",
     "relate", "correlate", "explain why", "what is the relationship", "what is the connection",
     "difference between", "similarities between", "distinguish",
+    # beyond the seed: how strangers ask for analysis
+    "explain how", "what motivates", "motivation", "motives", "what role", "significance",
+    "symbolize", "symbolise", "symbolism", "evolve", "evolves", "change over", "changes over",
+    "what effect", "impact of", "influence", "interpret", "pros and cons", "what if",
 ]
 
 GLOBAL_SUMMARY_KEYWORDS = [
     "summarize", "summarise", "summary", "overview", "what is this book about",
     "what is the book about", "tell me about this book", "describe this book",
     "what does this book cover", "book summary",
+    # beyond the seed: how strangers ask for one
+    "sum up", "sum it up", "summing up", "tl dr", "tldr", "gist", "synopsis", "recap",
+    "what is it about", "what s it about", "what is the story about", "plot summary",
 ]
 # fmt: on
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from agent.chat.chapter_refs import names_chapter
-from agent.text import plain_words
+from agent.text import STOPWORDS, plain_words
 
 Route = Literal[
     "direct",
@@ -49,18 +49,25 @@ WebPlan = Literal["", "explicit", "fallback", "unavailable"]
 
 _NAME = re.compile(
     r"\b(what('?s| is) your name|who are you|what should i call you|your name\??$|"
-    r"are you (a )?(bot|human|ai|robot)|introduce yourself)\b",
+    r"are you (a )?(bot|human|ai|robot)|introduce yourself|"
+    r"^what (can|do) you do|^what are you(?=\W*$)|^how do you work|"
+    r"^who (made|built|created|wrote|developed) you)\b",
     re.I,
 )
 _SMALL_TALK_PHRASE = (
     r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|night)|thanks|"
     r"thank you|thx|cheers|ok(?:ay)?|cool|great|nice|awesome|bye|goodbye|see you|"
-    r"how are you(?: doing)?(?: today)?|how'?s it going|what'?s up|sup|nice to meet you)"
+    r"how are you(?: doing)?(?: today)?|how'?s it going|what'?s up|sup|nice to meet you|"
+    r"got it|perfect|makes sense|sounds good|much appreciated|appreciate it|no worries|"
+    r"well done|good job|lol|haha|that (?:helps|helped|works)|"
+    r"that'?s (?:helpful|great|perfect|brilliant|clear|all|it))"
     r"(?:\s+(?:there|quire|again|so much|a lot|for (?:the|your) help|friend))?"
 )
+# a smiley or emoji closing a phrase: "good morning :)"
+_SMILEY = r"(?::-?[)(DPp]|;-?\)|<3|[\u2600-\u27bf\U0001f300-\U0001faff])"
 # the whole message is one or more such phrases: "hello, how are you?", "ok, thanks!"
 _SMALL_TALK = re.compile(
-    rf"^{_SMALL_TALK_PHRASE}(?:[\s!.,?]+{_SMALL_TALK_PHRASE})*[\s!.,?]*$", re.I
+    rf"^{_SMALL_TALK_PHRASE}(?:[\s!.,?]+{_SMALL_TALK_PHRASE})*(?:[\s!.,?]|{_SMILEY})*$", re.I
 )
 _MANY_BOOKS = re.compile(
     r"\b(all|both|each|every|these|those|my) (of (my|the|these) )?(books|documents|files|novels|texts)\b"
@@ -163,6 +170,40 @@ def is_broad(message: str) -> bool:
     return bool(_BROAD.search(message)) or names_many_books(message)
 
 
+# words that ask for a summary or shape it, and words naming the whole document: what is
+# left of a summary request after them (and the book's own title and author) is a topic
+_FILLER_WORDS = """
+    about again all also any bit book brief briefly bullet bullets can chapter
+    chapters complete concise content contents could detailed doc document english
+    entire everything executive far few file format french full german get give
+    happened happens haven hello here hey hi high into just key kindly know layman
+    less let level like lines list little longer main maybe more need novel now ok
+    okay one overall paper paragraph paragraphs please plot pls points provide quick
+    quickly quire read report s sentence sentences short shorter simple simply some
+    spanish story style sure t tell terms text thank thanks these too up us very want
+    whole word words work would write yet
+"""
+_SUMMARY_FILLER = STOPWORDS | frozenset(_FILLER_WORDS.split())
+
+
+def summary_topic(
+    message: str, summary_keywords: Sequence[str] = (), book_names: Sequence[str] = ()
+) -> str:
+    """What a summary request is about beyond the whole document: "Lady Catherine's visit"
+    in "summarize Lady Catherine's visit", nothing in "give me a short summary of this
+    book" or "summarize Pride and Prejudice" (``book_names``: the title and author of the
+    book in scope, whose words name no topic)."""
+    from agent.config import GLOBAL_SUMMARY_KEYWORDS
+
+    text = f" {plain_words(message)} "
+    for keyword in summary_keywords or GLOBAL_SUMMARY_KEYWORDS:
+        text = text.replace(f" {plain_words(keyword)} ", " ")
+    named = set(plain_words(" ".join(book_names)).split())
+    return " ".join(
+        w for w in text.split() if w not in _SUMMARY_FILLER and w not in named and not w.isdigit()
+    )
+
+
 def _without_titles(message: str, titles: Sequence[str]) -> str:
     """``message``'s plain words less the ``titles`` it names (whole, or before a colon)."""
     text = f" {plain_words(message)} "
@@ -191,20 +232,27 @@ def _document_route(
     summary_keywords: Sequence[str],
     reasoning: Sequence[str],
     titles: Sequence[str] = (),
+    book_names: Sequence[str] = (),
 ) -> RouteChoice:
     """The documents' path: Path B, Path C, or Path A in general or specific mode. Keywords
-    inside the document ``titles`` the message names do not count."""
+    inside the document ``titles`` the message names do not count; a summary of a topic
+    (:func:`summary_topic`) is no summary of the book."""
     from agent.config import REASONING_KEYWORDS
 
     wording = _without_titles(message, titles) if titles else message
     many = names_many_books(message)
     summary = asks_for_summary(wording, summary_keywords)
-    if single_book and summary and not many:
+    topic = summary and summary_topic(wording, summary_keywords, book_names)
+    if single_book and summary and not many and not topic:
         return RouteChoice("global_summary", "summary request for the one book in scope")
     if _has_keyword(wording, reasoning or REASONING_KEYWORDS) or _EACH_OF_TWO.search(message):
         return RouteChoice("deep_reasoning", "analysis or comparison: deep reasoning", "deep")
     if many:
         return RouteChoice("hybrid", "asks about several books: general settings", "general")
+    if topic and single_book:
+        return RouteChoice(
+            "hybrid", "summary of one topic, not the whole book: general settings", "general"
+        )
     if summary or is_broad(message):
         return RouteChoice(
             "hybrid", "broad question: general settings across the books in scope", "general"
@@ -238,6 +286,7 @@ def choose_route(
     reasoning_keywords: Sequence[str] = (),
     chapter_titles: Sequence[str] = (),
     document_titles: Sequence[str] = (),
+    book_names: Sequence[str] = (),
 ) -> RouteChoice:
     """The path for ``message`` in seed 000's priority (see the module docs), and why.
 
@@ -246,7 +295,8 @@ def choose_route(
     (``agent.config``). ``chapter_titles``: the chapter titles of the books in scope, for a
     title written without quotes ("what happens in A Mad Tea-Party"). ``document_titles``:
     the titles of documents in scope the message names, whose words are no keywords ("who
-    wrote Why Nations Fail" asks no "why").
+    wrote Why Nations Fail" asks no "why"). ``book_names``: the title and author of the one
+    book in scope ("summarize the Austen novel" asks for no topic).
     """
     if is_name_question(message):
         return RouteChoice("direct", "name question: a fixed reply")
@@ -257,7 +307,7 @@ def choose_route(
     if names_chapter(message, chapter_titles):  # before the whole-book summary
         return RouteChoice("chapter_summary", "chapter request: that chapter's summary")
     choice = _document_route(
-        message, single_book, summary_keywords, reasoning_keywords, document_titles
+        message, single_book, summary_keywords, reasoning_keywords, document_titles, book_names
     )
     return _with_web_plan(choice, message, web_available)
 
@@ -271,6 +321,7 @@ def classify_route(
     reasoning_keywords: Sequence[str] = (),
     chapter_titles: Sequence[str] = (),
     document_titles: Sequence[str] = (),
+    book_names: Sequence[str] = (),
 ) -> Route:
     """The path for ``message`` (:func:`choose_route` without the reason)."""
     return choose_route(
@@ -281,4 +332,5 @@ def classify_route(
         reasoning_keywords=reasoning_keywords,
         chapter_titles=chapter_titles,
         document_titles=document_titles,
+        book_names=book_names,
     ).route

@@ -234,6 +234,7 @@ async def _open_turn(
             if has_route_keyword(question, *keywords)
             else ()
         ),
+        book_names=(book.title, book.author or "") if book is not None else (),
     )
     if named is not None and choice.route == "global_summary":
         choice = replace(

@@ -11,6 +11,7 @@ from agent.chat.routing import (
     has_route_keyword,
     is_broad,
     needs_fresh_facts,
+    summary_topic,
 )
 from agent.text import plain_words
 from bench.eval_routing import load_routing_set
@@ -34,6 +35,13 @@ ONE_BOOK = [
     ("hello, how are the Bennets related?", "deep_reasoning"),
     ("bye", "general"),
     ("ok", "general"),
+    ("good morning :)", "general"),
+    ("thanks, that helps!", "general"),
+    ("got it, cheers 👍", "general"),
+    ("perfect - who is Dinah?", "hybrid"),
+    ("what can you do?", "direct"),
+    ("who made you?", "direct"),
+    ("what are you reading?", "hybrid"),
     # a summary of the one book in scope (Path B)
     ("Can you summarize this book?", "global_summary"),
     ("Summarise it please", "global_summary"),
@@ -42,6 +50,13 @@ ONE_BOOK = [
     ("Tell me about this book", "global_summary"),
     ("What does this book cover?", "global_summary"),
     ("book summary", "global_summary"),
+    ("tl;dr please", "global_summary"),
+    ("what's the gist?", "global_summary"),
+    ("can you sum up the whole story in 5 bullet points", "global_summary"),
+    ("I haven't read it yet - what is it about?", "global_summary"),
+    # a summary of one topic of the book: Path A with the general settings
+    ("Summarize Lady Catherine's visit to Longbourn", "hybrid"),
+    ("give me an overview of the Bennet family", "hybrid"),
     # summaries of several books: Path A across books
     ("Summarize all my books", "hybrid"),
     ("Give me an overview of both documents", "hybrid"),
@@ -58,6 +73,10 @@ ONE_BOOK = [
     ("Explain why Darcy changes", "deep_reasoning"),
     ("Distinguish the Mock Turtle from the Gryphon", "deep_reasoning"),
     ("What are the similarities between Bingley and Darcy?", "deep_reasoning"),
+    ("explain how Alice's size changes reflect her growing up", "deep_reasoning"),
+    ("What motivates Wickham's lies?", "deep_reasoning"),
+    ("what role does social class play in the story?", "deep_reasoning"),
+    ("How does Elizabeth's opinion of Darcy evolve?", "deep_reasoning"),
     # one question asked of two subjects ("X and Y each ...") is a comparison
     ("How do Alice and Elizabeth Bennet each react to authority?", "deep_reasoning"),
     ("What do Jane and Elizabeth each think of Darcy?", "deep_reasoning"),
@@ -138,11 +157,23 @@ def test_keywords_come_from_settings():
     )
 
 
+def _named(item) -> list[str]:
+    """The titles (file names here) of the item's books that its message names."""
+    stems = [Path(b).stem.replace("-", " ") for b in item.books]
+    return [t for t in stems if plain_words(t) in plain_words(item.message)]
+
+
 def _single(item) -> bool:
-    """One book in scope: the item's only book, or the one whose title (its file name
-    here) the message names."""
-    named = [b for b in item.books if plain_words(Path(b).stem) in plain_words(item.message)]
-    return len(item.books) == 1 or len(named) == 1
+    """One book in scope: the item's only book, or the one whose title the message names."""
+    return len(item.books) == 1 or len(_named(item)) == 1
+
+
+def _book_names(item) -> tuple[str, ...]:
+    """The one book's title, as the turn passes it to the router."""
+    if len(item.books) == 1:
+        return (Path(item.books[0]).stem.replace("-", " "),)
+    named = _named(item)
+    return tuple(named) if len(named) == 1 else ()
 
 
 ROUTING_SET = load_routing_set()
@@ -154,11 +185,14 @@ RULES_ALONE = [i for i in ROUTING_SET if i.cls != "chapter"]
 def test_routing_set_labels_match_the_rules(item):
     """The labelled set of ``quire eval routing``: the route chosen before any retrieval,
     without and with a web key (the graph's own fallbacks are tested in integration)."""
-    chosen = choose_route(item.message, single_book=_single(item))
+    names = _book_names(item)
+    chosen = choose_route(item.message, single_book=_single(item), book_names=names)
     assert chosen.route == item.route
     if item.mode:
         assert chosen.mode == item.mode
-    with_web = classify_route(item.message, single_book=_single(item), web_available=True)
+    with_web = classify_route(
+        item.message, single_book=_single(item), web_available=True, book_names=names
+    )
     assert with_web == (item.route_with_web or item.route)
 
 
@@ -258,3 +292,27 @@ def test_web_words(message, explicit, fresh):
 def test_keywords_inside_a_named_title_do_not_count(message, titles, route):
     assert choose_route(message, single_book=True, document_titles=titles).route == route
     assert has_route_keyword(message)
+
+
+@pytest.mark.parametrize(
+    ("message", "names", "topic"),
+    [
+        ("Can you summarize this book for me in 3 sentences?", (), ""),
+        ("Give me a summary of Pride and Prejudice", ("Pride and Prejudice",), ""),
+        ("summarize the Austen novel", ("Pride and Prejudice", "Jane Austen"), ""),
+        ("what's the gist of the story so far, in simple English?", (), ""),
+        ("Summarize Lady Catherine's visit", ("Pride and Prejudice",), "lady catherine visit"),
+        ("Bennet family overview", (), "bennet family"),
+    ],
+)
+def test_summary_topics(message, names, topic):
+    assert summary_topic(message, book_names=names) == topic
+
+
+def test_a_topic_summary_reads_passages_and_says_why():
+    """The whole-book summary answers "summarize the book", not "summarize her visit"."""
+    chosen = choose_route("Summary of Lady Catherine's visit", single_book=True)
+    assert (chosen.route, chosen.mode) == ("hybrid", "general")
+    assert "topic" in chosen.reason
+    whole = choose_route("Summary of Emma", single_book=True, book_names=("Emma", "Jane Austen"))
+    assert whole.route == "global_summary"
