@@ -24,6 +24,8 @@ REASONING_KEYWORDS = [
     "explain how", "what motivates", "motivation", "motives", "what role", "significance",
     "symbolize", "symbolise", "symbolism", "evolve", "evolves", "change over", "changes over",
     "what effect", "impact of", "influence", "interpret", "pros and cons", "what if",
+    "discuss", "differ", "assess", "evaluate", "critique", "examine", "what lessons",
+    "to what extent", "in what ways", "in what way", "consequences", "infer",
 ]
 
 GLOBAL_SUMMARY_KEYWORDS = [

@@ -28,7 +28,7 @@ books, so it takes Path A across them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -49,7 +49,7 @@ WebPlan = Literal["", "explicit", "fallback", "unavailable"]
 
 _NAME = re.compile(
     r"\b(what('?s| is) your name|who are you|what should i call you|your name\??$|"
-    r"are you (a )?(bot|human|ai|robot)|introduce yourself|"
+    r"are you (a )?(bot|human|ai|robot)|introduce yourself|(tell me )?about yourself|"
     r"^what (can|do) you do|^what are you(?=\W*$)|^how do you work|"
     r"^who (made|built|created|wrote|developed) you)\b",
     re.I,
@@ -59,7 +59,7 @@ _SMALL_TALK_PHRASE = (
     r"thank you|thx|cheers|ok(?:ay)?|cool|great|nice|awesome|bye|goodbye|see you|"
     r"how are you(?: doing)?(?: today)?|how'?s it going|what'?s up|sup|nice to meet you|"
     r"got it|perfect|makes sense|sounds good|much appreciated|appreciate it|no worries|"
-    r"well done|good job|lol|haha|that (?:helps|helped|works)|"
+    r"well done|lol|haha|that (?:helps|helped|works)|(?:great|good|nice) (?:answer|job|work)|"
     r"that'?s (?:helpful|great|perfect|brilliant|clear|all|it))"
     r"(?:\s+(?:there|quire|again|so much|a lot|for (?:the|your) help|friend))?"
 )
@@ -93,7 +93,7 @@ _FRESH_FACTS = re.compile(
 _BROAD = re.compile(
     r"\b(themes?|motifs?|main ideas?|key (points|ideas|events|moments)|main (points|characters|"
     r"events|plot)|overview|summar(y|ies|ise|ize)|tell me (all |more )?about|describe|"
-    r"in general|big picture|what (is|are) (it|they|this|these|the \w+( \w+)?) (all )?about)\b",
+    r"in general|big picture|tell me everything about|what (is|are) (it|they|this|these|the \w+( \w+)?) (all )?about)\b",
     re.I,
 )
 
@@ -187,12 +187,15 @@ _SUMMARY_FILLER = STOPWORDS | frozenset(_FILLER_WORDS.split())
 
 
 def summary_topic(
-    message: str, summary_keywords: Sequence[str] = (), book_names: Sequence[str] = ()
+    message: str,
+    summary_keywords: Sequence[str] = (),
+    book_names: Sequence[str] = (),
+    filler: Collection[str] = (),
 ) -> str:
     """What a summary request is about beyond the whole document: "Lady Catherine's visit"
     in "summarize Lady Catherine's visit", nothing in "give me a short summary of this
     book" or "summarize Pride and Prejudice" (``book_names``: the title and author of the
-    book in scope, whose words name no topic)."""
+    book in scope, whose words name no topic; ``filler``: more such plain words)."""
     from agent.config import GLOBAL_SUMMARY_KEYWORDS
 
     text = f" {plain_words(message)} "
@@ -200,7 +203,9 @@ def summary_topic(
         text = text.replace(f" {plain_words(keyword)} ", " ")
     named = set(plain_words(" ".join(book_names)).split())
     return " ".join(
-        w for w in text.split() if w not in _SUMMARY_FILLER and w not in named and not w.isdigit()
+        w
+        for w in text.split()
+        if w not in _SUMMARY_FILLER and w not in named and w not in filler and not w.isdigit()
     )
 
 

@@ -19,6 +19,7 @@ from agent.chat.books import (
     titles_named_in,
 )
 from agent.chat.chapters import titles_for_routing
+from agent.chat.intents import route_by_meaning
 from agent.chat.routing import asks_for_summary, choose_route, has_route_keyword
 from agent.chat.tool_selection import tools_by_default
 from agent.chat.turn_log import (
@@ -222,6 +223,7 @@ async def _open_turn(
     if book is None and asks_for_summary(question, settings.global_summary_keywords):
         book = named = await book_named_in(services, scope, question)  # "summarize <title>"
     keywords = settings.global_summary_keywords, settings.reasoning_keywords
+    book_names = (book.title, book.author or "") if book is not None else ()
     choice = choose_route(
         question,
         single_book=book is not None,
@@ -234,7 +236,10 @@ async def _open_turn(
             if has_route_keyword(question, *keywords)
             else ()
         ),
-        book_names=(book.title, book.author or "") if book is not None else (),
+        book_names=book_names,
+    )
+    choice = await route_by_meaning(
+        services, choice, question, single_book=book is not None, book_names=book_names
     )
     if named is not None and choice.route == "global_summary":
         choice = replace(

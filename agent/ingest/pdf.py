@@ -51,6 +51,7 @@ from agent.ingest.document import (
     unwrap,
 )
 from agent.ingest.hyphens import join_line_breaks
+from agent.ingest.page_furniture import without_running_lines
 from agent.ingest.pdf_title import CONTROL as _CONTROL
 from agent.ingest.pdf_title import (
     clean_field,
@@ -92,14 +93,15 @@ def parse_pdf(
 
     ``max_pages`` and ``max_chars`` default to ``MAX_PAGES`` and ``MAX_CHARS``. A page whose
     text cannot be extracted is skipped (and logged); the others are kept. ``metadata`` says
-    whether the file was ``encrypted`` and whether its ``outline`` gave chapters.
+    whether the file was ``encrypted`` and whether its ``outline`` gave chapters. Running
+    headers and footers are left out (:func:`without_running_lines`).
     """
     max_pages = MAX_PAGES if max_pages is None else max_pages
     max_chars = MAX_CHARS if max_chars is None else max_chars
     reader, encrypted = _open(data)
     page_count = _page_count(reader, max_pages)
     starts = outline_starts(reader)
-    texts = _page_texts(data, reader, page_count, max_chars)
+    texts = without_running_lines(_page_texts(data, reader, page_count, max_chars))
     paragraphs = _paragraphs(texts, headings_by_page(starts, page_count))
     title, author = metadata_title_author(reader)
     title = title or _heading_title(data)

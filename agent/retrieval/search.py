@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -68,6 +69,7 @@ __all__ = [
     "SearchResult",
     "clear_search_cache",
     "embed_question",
+    "forget_question_vectors",
     "keyword_rankings",
     "search",
 ]
@@ -113,16 +115,29 @@ async def search(
 
 async def embed_question(services: Services, question: str) -> list[float] | None:
     """``question`` embedded as :func:`search` embeds it, for a turn whose other parts
-    (earlier discussions) compare against the same vector; ``None`` if it cannot be
-    embedded (each part then degrades on its own)."""
+    (routing, earlier discussions) compare against the same vector (embedded once, then
+    kept for a while); ``None`` if it cannot be embedded (each part then degrades on its
+    own)."""
     query = normalize_query(question)
     if not query:
         return None
     try:
-        return await asyncio.to_thread(services.embeddings.embedder.embed_query, query)
+        return list(await asyncio.to_thread(_embedded, services.embeddings.embedder, query))
     except Exception as exc:
         logger.warning("the question could not be embedded: %s", exc)
         return None
+
+
+@lru_cache(maxsize=64)
+def _embedded(embedder, query: str) -> tuple[float, ...]:
+    """``query`` embedded by ``embedder``, kept for the turn's next reader of it (the
+    router reads a message's meaning with the vector retrieval then searches with)."""
+    return tuple(embedder.embed_query(query))
+
+
+def forget_question_vectors() -> None:
+    """Drop the kept question vectors (:func:`embed_question`): each is embedded anew."""
+    _embedded.cache_clear()
 
 
 async def _search(

@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from agent.db.chats import ChatOwnershipError, list_messages
 from agent.retrieval.citations import cited_ids
+from agent.retrieval.search import forget_question_vectors
 from graphs.chat import graph
 from graphs.context import Context
 
@@ -115,8 +116,9 @@ async def test_a_chat_cannot_be_continued_by_another_user(services, alice_reader
 
 
 async def test_a_retrieval_turn_embeds_the_question_once(services, alice_reader, monkeypatch):
-    """The documents and the earlier discussions are searched with one question vector."""
+    """The router, the documents and the earlier discussions read one question vector."""
     user, _ = alice_reader
+    forget_question_vectors()  # kept from an earlier test's turn, it would not be embedded
     embedder = services.embeddings.embedder
     asked: list[str] = []
     real = embedder.embed_query

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.chat.intents import nearest_intent, routed_by_intent
 from agent.chat.routing import (
     asks_for_web,
     choose_route,
@@ -13,6 +14,8 @@ from agent.chat.routing import (
     needs_fresh_facts,
     summary_topic,
 )
+from agent.config import Settings
+from agent.models import embedding_model
 from agent.text import plain_words
 from bench.eval_routing import load_routing_set
 
@@ -181,19 +184,24 @@ RULES_ALONE = [i for i in ROUTING_SET if i.cls != "chapter"]
 """Chapter requests also need the stored chapter titles: the eval and the chapter tests."""
 
 
+@pytest.fixture(scope="module")
+def embedder():
+    return embedding_model("local", Settings()).embedder
+
+
 @pytest.mark.parametrize("item", RULES_ALONE, ids=lambda i: f"{i.cls}:{i.message[:40]}")
-def test_routing_set_labels_match_the_rules(item):
-    """The labelled set of ``quire eval routing``: the route chosen before any retrieval,
-    without and with a web key (the graph's own fallbacks are tested in integration)."""
-    names = _book_names(item)
-    chosen = choose_route(item.message, single_book=_single(item), book_names=names)
-    assert chosen.route == item.route
-    if item.mode:
-        assert chosen.mode == item.mode
-    with_web = classify_route(
-        item.message, single_book=_single(item), web_available=True, book_names=names
-    )
-    assert with_web == (item.route_with_web or item.route)
+def test_routing_set_labels_match_the_rules(item, embedder):
+    """The labelled set of ``quire eval routing``: the route chosen before any retrieval
+    (the rules, then the meaning of what they left to a specific search), without and with
+    a web key (the graph's own fallbacks are tested in integration)."""
+    names, single = _book_names(item), _single(item)
+    match = nearest_intent(embedder, embedder.embed_query(item.message))
+    for web in (False, True):
+        chosen = choose_route(item.message, single_book=single, web_available=web, book_names=names)
+        chosen = routed_by_intent(chosen, item.message, match, single_book=single, book_names=names)
+        assert chosen.route == ((item.route_with_web or item.route) if web else item.route)
+        if item.mode and not web:
+            assert chosen.mode == item.mode
 
 
 def test_traps_stay_on_the_documents_and_say_why():
