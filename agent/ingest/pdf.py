@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agent.ingest.document import (
@@ -47,11 +47,11 @@ from agent.ingest.document import (
     Paragraph,
     ParsedDocument,
     UnreadableDocument,
-    blocks,
-    unwrap,
 )
 from agent.ingest.hyphens import join_line_breaks
 from agent.ingest.page_furniture import without_running_lines
+from agent.ingest.pdf_paragraphs import joined_over_page, runs_on, split_paragraphs
+from agent.ingest.pdf_tables import with_tables_read
 from agent.ingest.pdf_title import CONTROL as _CONTROL
 from agent.ingest.pdf_title import (
     clean_field,
@@ -74,9 +74,6 @@ MAX_CHARS = 20_000_000
 Heading = tuple[str | None, str | None]
 """``(chapter, section)`` of a page."""
 
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_SENTENCE_END = re.compile(r"[.?!:][\"'’”)\]]*$")
-_BULLET = re.compile(r"(?:[•◦▪▫‣●○■□∙·*–—-]|\d{1,3}[.)])\s")
 
 _PDFIUM_LOCK = threading.Lock()
 """PDFium must never be called from two threads at once, not even for different files."""
@@ -116,7 +113,8 @@ def parse_pdf(
 
 
 def _paragraphs(texts: list[str | Exception], headings: list[Heading]) -> list[Paragraph]:
-    """Paragraphs of every readable page; ``texts`` holds each page's text or failure."""
+    """Paragraphs of every readable page; ``texts`` holds each page's text or failure. A
+    sentence that a page break cut is finished in the paragraph it starts in."""
     paragraphs: list[Paragraph] = []
     failure: Exception | None = None
     for number, (text, (chapter, section)) in enumerate(zip(texts, headings, strict=True), 1):
@@ -124,9 +122,15 @@ def _paragraphs(texts: list[str | Exception], headings: list[Heading]) -> list[P
             failure = failure or text
             logger.warning("page %d of the PDF could not be read: %s", number, _reason(text))
             continue
+        bodies = split_paragraphs(with_tables_read(text))
+        # a paragraph that the page break cut keeps its first page
+        last = paragraphs[-1] if paragraphs and paragraphs[-1].page == number - 1 else None
+        if last is not None and bodies and runs_on(last.text, bodies[0]):
+            text, bodies[0] = joined_over_page(last.text, bodies[0])
+            paragraphs[-1] = replace(last, text=text)
+            bodies = [body for body in bodies if body]
         paragraphs.extend(
-            Paragraph(body, page=number, chapter=chapter, section=section)
-            for body in split_paragraphs(text)
+            Paragraph(body, page=number, chapter=chapter, section=section) for body in bodies
         )
     if not paragraphs and failure is not None:
         raise UnreadableDocument(f"the PDF's pages could not be read: {_reason(failure)}")
@@ -356,36 +360,3 @@ def headings_by_page(starts: list[tuple[int, str, str | None]], page_count: int)
             upcoming = next(pending, None)
         headings.append(current)
     return headings
-
-
-def split_paragraphs(text: str) -> list[str]:
-    """Paragraphs of one page's extracted text, each unwrapped onto one line.
-
-    Blank lines separate paragraphs when the page has any. PDFium and pypdf usually emit
-    none, so otherwise a paragraph ends after a line that ends a sentence (``.``, ``?``,
-    ``!`` or ``:``, maybe followed by a closing quote or bracket) when the next line starts
-    with an upper-case letter or a bullet (``•``, ``-``, ``1.``, ``2)`` ...). The lines of a
-    paragraph are joined and line-end hyphens removed (:func:`unwrap`).
-    """
-    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
-    parts = blocks(text) if _BLANK_LINE.search(text) else _sentence_blocks(text)
-    return [body for body in map(unwrap, parts) if body]
-
-
-def _sentence_blocks(text: str) -> list[str]:
-    """Lines grouped into paragraphs at sentence ends followed by a new-paragraph start."""
-    groups: list[list[str]] = []
-    for line in (ln.strip() for ln in text.splitlines()):
-        if not line:
-            continue
-        if groups and not _ends_paragraph(groups[-1][-1], line):
-            groups[-1].append(line)
-        else:
-            groups.append([line])
-    return ["\n".join(group) for group in groups]
-
-
-def _ends_paragraph(line: str, next_line: str) -> bool:
-    return bool(_SENTENCE_END.search(line)) and (
-        next_line[0].isupper() or bool(_BULLET.match(next_line))
-    )
