@@ -10,8 +10,9 @@ what each cell is, and as one sentence it is what a focused passage keeps
 
 The header row is known from the markup where the format has one (HTML ``th``, Markdown's
 separator line, PowerPoint's header-row flag, Word's repeated header row); otherwise a first
-row counts as the header when the table has at least three columns and each of its cells is
-a short label without digits (a two-column table is as often label | value pairs).
+row counts as the header when each of its cells is a short label without digits and the table
+has at least three columns, or two over rows whose second cells describe at length ("Role |
+Responsibility"): a two-column table is as often label | value pairs.
 """
 
 from __future__ import annotations
@@ -26,13 +27,25 @@ _LABEL = re.compile(r"^[^\W\d_][^\d]{0,40}$")
 _MARKDOWN_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
-def looks_like_header(row: Sequence[str], rows: int) -> bool:
+DESCRIBED_WORDS = 6
+"""Mean words of a two-column table's second cells for its first row to be read as a header
+of short labels ("Role | Responsibility" over sentences of duties), not a label-value pair."""
+
+
+def looks_like_header(row: Sequence[str], rows: int, later: Sequence[Sequence[str]] = ()) -> bool:
     """Whether ``row``, the first of ``rows`` rows, names the columns of a table whose
-    markup does not say (see the module docs)."""
+    markup does not say (see the module docs); ``later``: the rows under it, which tell a
+    two-column table's header of labels over descriptions from a first label-value pair."""
+    if rows < 2 or not all(_LABEL.match(cell) and len(cell.split()) <= 5 for cell in row):
+        return False
+    if len(row) >= 3:
+        return True
+    described = [r[1] for r in later if len(r) == 2]
     return (
-        rows >= 2
-        and len(row) >= 3
-        and all(_LABEL.match(cell) and len(cell.split()) <= 5 for cell in row)
+        len(row) == 2
+        and len(described) >= 2
+        and all(len(cell.split()) <= 3 for cell in row)
+        and sum(len(cell.split()) for cell in described) / len(described) >= DESCRIBED_WORDS
     )
 
 
@@ -50,7 +63,7 @@ def table_lines(rows: Sequence[Sequence[str]], header: bool | None = None) -> li
     if not table:
         return []
     if header is None:
-        header = looks_like_header(table[0], len(table))
+        header = looks_like_header(table[0], len(table), table[1:])
     names = table[0]
     if not header or len(table) < 2 or sum(1 for name in names if name) < 2:
         return [" | ".join(cell for cell in row if cell) for row in table]

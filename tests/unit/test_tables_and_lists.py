@@ -40,6 +40,20 @@ def test_a_first_row_of_values_or_two_columns_is_no_header_unless_the_markup_say
     assert table_lines(figures) == ["Item | Q1 | Q2", "Rent | 10 | 12"]
     pairs = [["Name", "Priya Oststrand"], ["Role", "Manager"]]
     assert table_lines(pairs) == ["Name | Priya Oststrand", "Role | Manager"]
+    duties = [
+        ["Role", "Responsibility"],
+        [
+            "Kiln Technician (Ilse Moravec-Dunn)",
+            "Keeps the kiln log book and schedules all firings.",
+        ],
+        ["Tutors", "Brief course participants on this policy at the start of each course."],
+    ]
+    assert table_lines(duties)[0] == (
+        "Role: Kiln Technician (Ilse Moravec-Dunn); Responsibility: Keeps the kiln log book"
+        " and schedules all firings."
+    )
+    described_pairs = [["Name", "Priya"], ["Purpose", "This policy sets out how we work here."]]
+    assert not looks_like_header(described_pairs[0], 2, described_pairs[1:])  # one row under it
     assert table_lines([["Region", "Sales"], ["North", "42"]], header=True) == [
         "Region: North; Sales: 42."
     ]
