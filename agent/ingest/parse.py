@@ -21,14 +21,13 @@ from agent.ingest.document import (
     UnreadableDocument,
     UnsupportedDocument,
     blocks,
-    paragraphs_of,
     unwrap,
 )
 from agent.ingest.encoding import decode_text
 from agent.ingest.html import parse_html
+from agent.ingest.markdown import parse_markdown
 from agent.ingest.office import parse_docx, parse_pptx
 from agent.ingest.pdf import parse_pdf
-from agent.ingest.tables import markdown_table, table_lines
 
 __all__ = [
     "ParsedDocument",
@@ -62,7 +61,6 @@ _CHAPTER = re.compile(
     r"^\s*(?:CHAPTER|Chapter|BOOK|Book|PART|Part)\s+(?:[IVXLCDM]+|\d+|[A-Z][a-z]+)\b[.:]?\]?\s*(.*)$"
 )
 _ILLUSTRATION = re.compile(r"^\[(?:Illustration|Copyright)[^\]]*\]*$", re.S)
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _BY_LINE = re.compile(r"^by\s+(.{3,80})$", re.I)
 
 
@@ -194,53 +192,6 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
         paragraphs.append(Paragraph(body, chapter=chapter))
         above = block
     return ParsedDocument(title=title, file_type="txt", paragraphs=paragraphs, author=author)
-
-
-def parse_markdown(text: str, default_title: str) -> ParsedDocument:
-    """Markdown: ``#`` headings are chapters, deeper headings are sections; a pipe table's
-    rows are paragraphs, each under its column names (:mod:`agent.ingest.tables`)."""
-    paragraphs: list[Paragraph] = []
-    chapter = section = None
-    title = default_title
-    body_lines: list[str] = []
-
-    def end_paragraph() -> None:
-        if body_lines:
-            paragraphs.extend(
-                Paragraph(text, chapter=chapter, section=section)
-                for text in paragraphs_of("\n".join(body_lines))
-            )
-            body_lines.clear()
-
-    for block in blocks(text):
-        lines = block.strip().splitlines()
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            m = _MD_HEADING.match(line.strip())
-            rows = None if m else markdown_table(lines, i)
-            if rows is not None:
-                end_paragraph()
-                paragraphs.extend(
-                    Paragraph(row, chapter=chapter, section=section)
-                    for row in table_lines(rows, header=True)
-                )
-                i += len(rows) + 1  # the header's rule is not a row
-                continue
-            if m:
-                end_paragraph()
-                level, heading = len(m.group(1)), m.group(2).strip()
-                if level == 1:
-                    if title == default_title and chapter is None and not paragraphs:
-                        title = heading
-                    chapter, section = heading, None
-                else:
-                    section = heading
-            else:
-                body_lines.append(line)
-            i += 1
-        end_paragraph()
-    return ParsedDocument(title=title, file_type="md", paragraphs=[p for p in paragraphs if p.text])
 
 
 def _text_parser(parse: Callable[[str, str], ParsedDocument]) -> Parser:
