@@ -230,6 +230,33 @@ async def test_time_decay_and_transcript_tags_reorder(services, new_user, monkey
     assert _ids(boosted)[0] == voice.document_id
 
 
+async def test_a_keyword_hit_joins_chunks_only_loosely_similar(services, new_user, monkeypatch):
+    """Nothing clears the threshold and the embedder prefers a passage without the answer:
+    the one holding the question's words is read too, first by the fused ranking."""
+    user = await new_user("held-low")
+    held = await _doc(
+        services,
+        user,
+        "Ysolde Marrant curated the exhibition over eleven months, working through ledgers"
+        " and tide tables in the harbour office.",
+    )
+    near = await _doc(
+        services,
+        user,
+        "Who chose the museum's displays? The gallery team selects the objects shown to"
+        " visitors each season.",
+    )
+    scope, q = SearchScope(user_id=user.id), "who curated the exhibition"
+    every = await search(services, scope, q, SearchOptions(threshold=0.0, use_cache=False))
+    similar = {c.record.document_id: c.similarity for c in every.chunks}
+    assert similar[near.document_id] > similar[held.document_id]
+    between = (similar[near.document_id] + similar[held.document_id]) / 2
+    monkeypatch.setattr(services.settings, "threshold_fallback", between)
+    result = await search(services, scope, q, SearchOptions(threshold=0.99, use_cache=False))
+    assert result.layer == "low_threshold"
+    assert _ids(result) == [held.document_id, near.document_id]
+
+
 async def test_every_fallback_layer(services, new_user, monkeypatch):
     user = await new_user("layers")
     doc = await _doc(services, user, LIGHTHOUSE)
