@@ -322,9 +322,11 @@ How to answer:
 - If the passages are not enough to answer, say clearly what is missing. Do not use outside knowledge."""
 
 NOT_COVERED = (
-    "Your documents don't seem to cover this: the closest passages I found are not about it. "
-    "{general}"
+    "Your documents don't seem to cover this: the closest passages I found are not about it."
 )
+# the model's general answer after it, marked: a small model does not always say so itself,
+# and about the user's own papers its "general knowledge" is a guess
+GENERAL_KNOWLEDGE = "From general knowledge, not from your documents: {general}"
 
 NOT_ANSWERED = (
     "I couldn't find the answer in your documents: the passages I found touch on this but "

@@ -186,7 +186,14 @@ def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[B
 def not_covered_answer(general: str, state: Mapping[str, Any], *, tokens: int) -> Answer:
     """The not-covered notice with the model's ``general`` answer."""
     return Answer(
-        text=prompts.NOT_COVERED.format(general=general).strip(),
+        text=" ".join(
+            [prompts.NOT_COVERED]
+            + (
+                [prompts.GENERAL_KNOWLEDGE.format(general=general.strip())]
+                if general.strip()
+                else []
+            )
+        ),
         route=state["route"],
         model_used="no_context_response",
         tokens_used=tokens,

@@ -146,6 +146,8 @@ async def test_local_not_covered_answers_generally_and_says_so(services, new_use
     state = await _local_turn("What is the capital of Peru?", user=user.name)
     assert state["model_used"] == "no_context_response" and state["citations"] == []
     assert "don't seem to cover" in state["answer"] and "Lima" in state["answer"]
+    # the general answer is marked as not coming from the documents, whatever the model says
+    assert "From general knowledge, not from your documents: " in state["answer"]
 
 
 async def test_local_web_search_path_cites_web_results(services, new_user, monkeypatch):
