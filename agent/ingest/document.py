@@ -64,6 +64,23 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def broken_lines(text: str) -> str:
+    """A paragraph's manual line breaks (Word's Shift+Enter, PowerPoint's vertical tab) as
+    sentence ends: a line without an end mark gets a full stop, then whitespace collapses.
+    Joined bare, "Version: 4.2 (supersedes version 4.1, effective 3 March 2023)" and
+    "Effective date: 1 September 2024" read as one sentence, and the model gave the first
+    date as the policy's."""
+    lines = [squash(line) for line in re.split(r"[\n\v\x0b]", text)]
+    lines = [line for line in lines if line]
+    return " ".join(
+        line if i == len(lines) - 1 or line.endswith(_LINE_ENDS) else f"{line}."
+        for i, line in enumerate(lines)
+    )
+
+
+_LINE_ENDS = (".", "!", "?", ":", ";", ",", "…", "—", "-", "–")
+
+
 def unwrap(block: str) -> str:
     """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks)."""
     block = re.sub(r"(\w)-\n(\w)", r"\1\2", block)

@@ -24,6 +24,7 @@ from agent.ingest.document import (
     Paragraph,
     ParsedDocument,
     UnreadableDocument,
+    broken_lines,
     squash,
 )
 from agent.ingest.tables import table_lines
@@ -200,7 +201,7 @@ def _docx_paragraphs(document: Any) -> tuple[list[Paragraph], str | None]:
             paragraphs.extend(Paragraph(row, chapter=chapter, section=section) for row in rows)
             continue
         paragraph = DocxParagraph(element, document)
-        text = squash(paragraph.text)
+        text = broken_lines(paragraph.text)
         kind = _docx_kind(paragraph)
         if not text or kind == "toc":
             continue
@@ -294,7 +295,7 @@ def _shape_texts(shapes: Any) -> Iterator[str]:
             yield from _shape_texts(shape.shapes)
         elif shape.has_text_frame:
             for paragraph in shape.text_frame.paragraphs:
-                text = squash(paragraph.text)
+                text = broken_lines(paragraph.text)
                 if text:
                     yield text
         elif shape.has_table:  # PowerPoint's "header row" flag names the columns

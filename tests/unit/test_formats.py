@@ -347,3 +347,26 @@ def test_html_without_text_is_unreadable():
 def test_new_suffixes_are_supported_and_old_office_is_not():
     with pytest.raises(UnsupportedDocument, match=r"\.docx, \.htm, \.html.*\.pptx"):
         parse_bytes(b"data", "old.doc")
+
+
+def test_manual_line_breaks_end_sentences_in_word_and_powerpoint():
+    document = docx.Document()
+    block = document.add_paragraph("Document reference: HCS-SP-07")
+    for line in ("Version: 4.2 (supersedes 4.1, effective 3 March 2023)", "Effective: 1 May 2024"):
+        block.add_run().add_break()
+        block.add_run(line)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert [p.text for p in parse_docx(buffer.getvalue(), "policy", "policy.docx").paragraphs] == [
+        "Document reference: HCS-SP-07. Version: 4.2 (supersedes 4.1, effective 3 March"
+        " 2023). Effective: 1 May 2024"
+    ]
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Opening times"
+    box = slide.shapes.add_textbox(Inches(1), Inches(2), Inches(6), Inches(2)).text_frame
+    box.text = "Saturday: 09:30-18:00\vSunday: 11:00-16:00,\vMonday: closed"
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    texts = [p.text for p in parse_pptx(buffer.getvalue(), "deck", "deck.pptx").paragraphs]
+    assert "Saturday: 09:30-18:00. Sunday: 11:00-16:00, Monday: closed" in texts
