@@ -15,10 +15,13 @@ serve them well.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -84,22 +87,48 @@ class IntentMatch:
     ahead: float
 
 
-@lru_cache(maxsize=4)
-def _example_vectors(embedder) -> dict[Intent, np.ndarray]:
-    """Each intent's examples embedded by ``embedder`` (once per embedder)."""
-    return {
-        intent: np.asarray(embedder.embed_documents(list(texts)), dtype=np.float32)
-        for intent, texts in EXAMPLES.items()
-    }
+_vectors: dict[tuple[int, str], dict[Intent, np.ndarray]] = {}
 
 
-def nearest_intent(embedder, vector: Sequence[float]) -> IntentMatch:
+def example_vectors(
+    embedder, label: str = "", folder: Path | None = None
+) -> dict[Intent, np.ndarray]:
+    """Each intent's examples embedded by ``embedder`` (named ``label``): kept in memory,
+    and in ``folder`` (the model cache) so a new process loads them instead of spending
+    ~0.6 s of its first turn embedding them."""
+    key = (id(embedder), label)
+    if key in _vectors:
+        return _vectors[key]
+    digest = hashlib.sha256(json.dumps([label, EXAMPLES], sort_keys=True).encode()).hexdigest()
+    path = folder / f"intents-{digest[:16]}.npz" if folder is not None and label else None
+    vectors: dict[Intent, np.ndarray] | None = None
+    if path is not None and path.exists():
+        with contextlib.suppress(Exception), np.load(path) as stored:  # torn: embedded again
+            vectors = {intent: stored[intent] for intent in EXAMPLES}
+    if vectors is None:
+        vectors = {
+            intent: np.asarray([embedder.embed_query(t) for t in texts], dtype=np.float32)
+            for intent, texts in EXAMPLES.items()
+        }
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(".tmp.npz")
+                np.savez(partial, **vectors)
+                partial.replace(path)
+    _vectors[key] = vectors
+    return vectors
+
+
+def nearest_intent(
+    embedder, vector: Sequence[float], label: str = "", folder: Path | None = None
+) -> IntentMatch:
     """The intent whose examples lie nearest ``vector`` (a message embedded by
-    ``embedder``, unit length)."""
+    ``embedder``, unit length; ``label`` and ``folder``: see :func:`example_vectors`)."""
     v = np.asarray(vector, dtype=np.float32)
     near = {
         intent: float(np.sort(vectors @ v)[-2:].mean())
-        for intent, vectors in _example_vectors(embedder).items()
+        for intent, vectors in example_vectors(embedder, label, folder).items()
     }
     ranked = sorted(near, key=near.__getitem__, reverse=True)
     best, second = ranked[0], ranked[1]
@@ -159,9 +188,12 @@ async def route_by_meaning(
     vector = await embed_question(services, message)
     if vector is None:
         return choice
-    embedder = services.embeddings.embedder
+    embeddings = services.embeddings
+    folder = services.settings.model_cache_dir
     try:
-        match = await asyncio.to_thread(nearest_intent, embedder, vector)
+        match = await asyncio.to_thread(
+            nearest_intent, embeddings.embedder, vector, embeddings.name, folder
+        )
     except Exception as exc:  # routing by rules alone is still a route
         logger.warning("the message's intent could not be read: %s", exc)
         return choice

@@ -3,7 +3,13 @@ real local embedder."""
 
 import pytest
 
-from agent.chat.intents import EXAMPLES, IntentMatch, nearest_intent, routed_by_intent
+from agent.chat.intents import (
+    EXAMPLES,
+    IntentMatch,
+    example_vectors,
+    nearest_intent,
+    routed_by_intent,
+)
 from agent.chat.routing import choose_route
 from agent.config import Settings
 from agent.models import embedding_model
@@ -68,3 +74,19 @@ def test_every_intent_has_examples_of_its_own():
     texts = [t for examples in EXAMPLES.values() for t in examples]
     assert len(texts) == len(set(texts))
     assert all(len(examples) >= 10 for examples in EXAMPLES.values())
+
+
+def test_example_vectors_are_kept_on_disk_for_the_next_process(embedder, tmp_path):
+    first = example_vectors(embedder, "minilm-test", tmp_path)
+    (stored,) = tmp_path.glob("intents-*.npz")
+
+    class Unused:  # a new process's embedder: the stored vectors are read, nothing embedded
+        def embed_query(self, text):
+            raise AssertionError("embedded again")
+
+    second, third = Unused(), Unused()  # both alive: kept in memory by identity
+    again = example_vectors(second, "minilm-test", tmp_path)
+    assert set(again) == set(EXAMPLES) and all((again[i] == first[i]).all() for i in EXAMPLES)
+    stored.write_bytes(b"torn")
+    with pytest.raises(AssertionError, match="embedded again"):
+        example_vectors(third, "minilm-test", tmp_path)
