@@ -201,11 +201,25 @@ def summary_topic(
     text = f" {plain_words(message)} "
     for keyword in summary_keywords or GLOBAL_SUMMARY_KEYWORDS:
         text = text.replace(f" {plain_words(keyword)} ", " ")
-    named = set(plain_words(" ".join(book_names)).split())
     return " ".join(
         w
         for w in text.split()
-        if w not in _SUMMARY_FILLER and w not in named and w not in filler and not w.isdigit()
+        if w not in _SUMMARY_FILLER
+        and w not in filler
+        and not w.isdigit()
+        and not _names_book(w, book_names)
+    )
+
+
+def _names_book(word: str, book_names: Sequence[str]) -> bool:
+    """Whether ``word`` is one of the book's title or author words, loosely: two of them
+    run together ("layoutparser") or the same word in another form ("prejudices")."""
+    words = plain_words(" ".join(book_names)).split()
+    joined = {a + b for a, b in zip(words, words[1:], strict=False)}
+    return (
+        word in words
+        or word in joined
+        or any(len(word) >= 5 and len(w) >= 5 and word[:5] == w[:5] for w in words)
     )
 
 

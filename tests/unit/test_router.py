@@ -311,6 +311,9 @@ def test_keywords_inside_a_named_title_do_not_count(message, titles, route):
         ("what's the gist of the story so far, in simple English?", (), ""),
         ("Summarize Lady Catherine's visit", ("Pride and Prejudice",), "lady catherine visit"),
         ("Bennet family overview", (), "bennet family"),
+        # the title loosely: words run together, another form of a word
+        ("summarize the layoutparser paper", ("layout-parser-paper-fast",), ""),
+        ("an overview of Pride & Prejudices", ("Pride and Prejudice",), ""),
     ],
 )
 def test_summary_topics(message, names, topic):
