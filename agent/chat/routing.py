@@ -48,7 +48,7 @@ Mode = Literal["specific", "general", "deep"]
 WebPlan = Literal["", "explicit", "fallback", "unavailable"]
 
 _NAME = re.compile(
-    r"\b(what('?s| is) your name|who are you|what should i call you|your name\??$|"
+    r"\b(what('?s| is) your name|who are you(?=\W*$)|what should i call you|your name\??$|"
     r"are you (a )?(bot|human|ai|robot)|introduce yourself|(tell me )?about yourself|"
     r"^what (can|do) you do|^what are you(?=\W*$)|^how do you work|"
     r"^who (made|built|created|wrote|developed) you)\b",

@@ -45,6 +45,7 @@ ONE_BOOK = [
     ("what can you do?", "direct"),
     ("who made you?", "direct"),
     ("what are you reading?", "hybrid"),
+    ("who are you talking about?", "hybrid"),  # a follow-up, not a name question
     # a summary of the one book in scope (Path B)
     ("Can you summarize this book?", "global_summary"),
     ("Summarise it please", "global_summary"),
