@@ -324,8 +324,6 @@ How to answer:
 NOT_COVERED = (
     "Your documents don't seem to cover this: the closest passages I found are not about it."
 )
-# the model's general answer after it, marked: a small model does not always say so itself,
-# and about the user's own papers its "general knowledge" is a guess
 GENERAL_KNOWLEDGE = "From general knowledge, not from your documents: {general}"
 
 NOT_ANSWERED = (

@@ -188,12 +188,15 @@ async def route_by_meaning(
     vector = await embed_question(services, message)
     if vector is None:
         return choice
-    embeddings = services.embeddings
-    folder = services.settings.model_cache_dir
-    try:
-        match = await asyncio.to_thread(
-            nearest_intent, embeddings.embedder, vector, embeddings.name, folder
+    embeddings, settings = services.embeddings, services.settings
+
+    def read() -> IntentMatch:  # in a thread: the model cache folder is made on disk
+        return nearest_intent(
+            embeddings.embedder, vector, embeddings.name, settings.model_cache_dir
         )
+
+    try:
+        match = await asyncio.to_thread(read)
     except Exception as exc:  # routing by rules alone is still a route
         logger.warning("the message's intent could not be read: %s", exc)
         return choice

@@ -199,12 +199,9 @@ async def held_words(
     "Who plays Sauron in the example about the Lord of the Rings?" against the paragraph
     that says "Sala Baker ... the villain Sauron in the Lord of the Rings"): no similarity
     floor let it in, and the question was answered as not covered. Its words show that the
-    documents do cover it. Also when only loosely similar chunks (the ``low_threshold``
-    layer) were found: in a short page the embedder preferred "Adult: £14.50 …" (0.39) to
-    the paragraph saying who "curated the exhibition" (0.26, under that layer's 0.3), and
-    the hits join those chunks in fused order. Not when chunks clear the threshold: added
-    there, they were new passages for follow-ups (418 tokens read instead of 67) and gained
-    no answer."""
+    documents do cover it. They also join a ``low_threshold`` layer (a price list at 0.39
+    was preferred to "curated the exhibition" at 0.26), not chunks clearing the threshold:
+    there they were new passages for follow-ups (418 tokens instead of 67), no answer."""
     fused = dict(scored)
     top = [h.chunk_id for h in found.keyword[0] if h.chunk_id in fused][:WORDS_HELD_CANDIDATES]
     pairs = [(found.records[cid].document_id, cid) for cid in top]
@@ -336,23 +333,14 @@ async def rank(
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
-    # nothing is similar enough to the question, yet a chunk may hold its words
-    if (
-        layer == "any_embedded"
-        and options.mode == "hybrid"
-        and found.keyword
-        and (held := await held_words(reads, scope, query, found, scored))
-    ):
-        layer, picked = "keyword", held
-    # only loosely similar chunks: a keyword hit holding the question's words joins them
-    elif (
-        layer == "low_threshold"
-        and options.mode == "hybrid"
-        and found.keyword
-        and (held := await held_words(reads, scope, query, found, scored))
-    ):
-        joined = {c for c, _ in picked} | {c for c, _ in held}
-        picked = [(c, s) for c, s in scored if c in joined]
+    # nothing (or only loosely) similar to the question, yet a chunk may hold its words
+    loose = layer in ("any_embedded", "low_threshold") and options.mode == "hybrid"
+    if loose and found.keyword and (held := await held_words(reads, scope, query, found, scored)):
+        if layer == "any_embedded":
+            layer, picked = "keyword", held
+        else:  # joining the loosely similar chunks, in fused order
+            joined = {c for c, _ in picked + held}
+            picked = [(c, s) for c, s in scored if c in joined]
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)
