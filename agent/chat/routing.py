@@ -28,7 +28,7 @@ books, so it takes Path A across them.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -201,26 +201,21 @@ def summary_topic(
     text = f" {plain_words(message)} "
     for keyword in summary_keywords or GLOBAL_SUMMARY_KEYWORDS:
         text = text.replace(f" {plain_words(keyword)} ", " ")
+    names_book = _book_words(book_names)
     return " ".join(
         w
         for w in text.split()
-        if w not in _SUMMARY_FILLER
-        and w not in filler
-        and not w.isdigit()
-        and not _names_book(w, book_names)
+        if w not in _SUMMARY_FILLER and w not in filler and not w.isdigit() and not names_book(w)
     )
 
 
-def _names_book(word: str, book_names: Sequence[str]) -> bool:
-    """Whether ``word`` is one of the book's title or author words, loosely: two of them
-    run together ("layoutparser") or the same word in another form ("prejudices")."""
+def _book_words(book_names: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a word is one of the book's title or author words, loosely: two of them run
+    together ("layoutparser") or the same word in another form ("prejudices")."""
     words = plain_words(" ".join(book_names)).split()
     joined = {a + b for a, b in zip(words, words[1:], strict=False)}
-    return (
-        word in words
-        or word in joined
-        or any(len(word) >= 5 and len(w) >= 5 and word[:5] == w[:5] for w in words)
-    )
+    stems = {w[:5] for w in words if len(w) >= 5}
+    return lambda word: word in words or word in joined or (len(word) >= 5 and word[:5] in stems)
 
 
 def _without_titles(message: str, titles: Sequence[str]) -> str:

@@ -70,7 +70,7 @@ def broken_lines(text: str) -> str:
     Joined bare, "Version: 4.2 (supersedes version 4.1, effective 3 March 2023)" and
     "Effective date: 1 September 2024" read as one sentence, and the model gave the first
     date as the policy's."""
-    lines = [squash(line) for line in re.split(r"[\n\v\x0b]", text)]
+    lines = [squash(line) for line in re.split(r"[\n\v]", text)]
     lines = [line for line in lines if line]
     return " ".join(
         line if i == len(lines) - 1 or line.endswith(_LINE_ENDS) else f"{line}."
