@@ -27,6 +27,7 @@ from agent.retrieval.citations import (
     unknown_citations,
 )
 from agent.retrieval.echoes import without_example_echoes
+from agent.retrieval.pinned_figures import pin_unheld
 from agent.retrieval.pointers import (
     says_nothing_new,
     without_absence_citations,
@@ -151,7 +152,8 @@ def finish_grounded(
     its citations (:func:`without_absence_citations`); and an answer that says nothing the
     question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
     answered" reply, as does one that leaves a question asking for a name or an amount
-    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`); one that is
+    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
+    year or a version no passage names (:func:`pin_unheld`); one that is
     only a citation id becomes the sentence of that passage which best matches the
     question, quoted (:func:`pointed_sentence`).
     """
@@ -168,7 +170,9 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        if question and _answers_nothing(text, question):
+        if question and pin_unheld(question, _passage_texts(retrieved)):
+            text = prompts.NOT_ANSWERED  # what it gives is another year's or release's
+        elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
@@ -183,6 +187,15 @@ def finish_grounded(
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
         citations_removed=removed,
     )
+
+
+def _passage_texts(retrieved: list[dict]) -> list[str]:
+    """Each passage's text as shown and in full, with its document's name (a report's
+    year is often only in its title)."""
+    return [
+        " ".join(filter(None, (c.get("source"), c.get("context_text"), c.get("text"))))
+        for c in retrieved
+    ]
 
 
 def _answers_nothing(text: str, question: str) -> bool:

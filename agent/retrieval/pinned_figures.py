@@ -1,0 +1,74 @@
+"""A question pinned to a year or a version that none of its passages names.
+
+"How many volunteers did the trust train in 2023?" over a report that gives only 2024's
+figure, or "When was loamstack 2.8.0 released?" over a changelog without 2.8.0: the 1.5B
+model answers with the other year's number or the other release's date, and cites it. The
+passages touch on the question but do not answer it, so the caller replies that the
+documents were searched and do not say it (a near-miss question, common when people ask
+about one year's report or one release for another).
+
+Only a year the question is *about* counts: "in 2023", "during early 2023", "2023's
+budget", "the 2023 season", "FY2023". A year that bounds a comparison ("before 1900", "since
+2019", "between 2019 and 2021") may be answered by a passage naming another year, and "for
+2000 copies" is a count, so neither does. A version counts when it is written as one:
+dotted thrice ("2.8.0"), after a "v" ("v2", "v2.1") or after "version"/"release"
+("version 4"). A pin counts as named when it stands in a passage, or in the title of the
+passage's document, as a number of its own ("2023" in "2023-24", "12/03/2023" or
+"FY2023"; "v2" as "v2", "V2" or "version 2"), not inside a longer one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_YEAR = re.compile(r"(?<![\d.,£$€])(1[5-9]\d\d|20\d\d)(?!\d|[.,]\d)")
+# the words before a year the question is about ("in 2023", "the 2023 season", "FY2023")
+_ABOUT = re.compile(
+    r"(?:\b(?:in|during|for|of|the|at|on|within|throughout|year|its|their|his|her|this|that)"
+    r"\s+(?:(?:early|late|mid)[\s-]+)?|\bfy\s*)$",
+    re.IGNORECASE,
+)
+# ... or after it ("2023's budget"); a count ("for 2000 copies") is no year
+_OWNED = re.compile(r"^['’]s\b")
+_COUNTED = re.compile(r"^\s+(?!(?:is|was|has|does|as|plus|minus)\b)[a-z]+s\b")
+_DOTTED = re.compile(r"(?<![\w.])v?(\d+\.\d+\.\d+)(?![\w]|\.\d)", re.IGNORECASE)
+_NUMBERED = re.compile(r"\b(?:v|version\s+|release\s+)(\d+(?:\.\d+)?)(?![\w]|\.\d)", re.I)
+
+
+def pinned_years(question: str) -> set[str]:
+    """The years ``question`` is about (see the module docs); bounds of a comparison and
+    the years of a range are left out."""
+    years = set()
+    for m in _YEAR.finditer(question):
+        before, after = question[max(0, m.start() - 24) : m.start()], question[m.end() :]
+        if (_ABOUT.search(before) or _OWNED.match(after)) and not _COUNTED.match(after):
+            years.add(m.group(1))
+    return years
+
+
+def pinned_versions(question: str) -> set[str]:
+    """The versions ``question`` names ("2.8.0", "v2", "version 4"), as their numbers."""
+    return {m.group(1) for m in (*_DOTTED.finditer(question), *_NUMBERED.finditer(question))}
+
+
+def _year_named(year: str, text: str) -> bool:
+    return re.search(rf"(?<!\d){year}(?!\d)", text) is not None
+
+
+def _version_named(version: str, text: str) -> bool:
+    number = re.escape(version)
+    if version.count(".") >= 2:
+        return re.search(rf"(?<![\d.]){number}(?![\d]|\.\d)", text) is not None
+    return re.search(rf"\b(?:v|version\s+|release\s+){number}(?![\d]|\.\d)", text, re.I) is not None
+
+
+def pin_unheld(question: str, passages: Iterable[str]) -> bool:
+    """Whether ``question`` is about a year or a version (:func:`pinned_years`,
+    :func:`pinned_versions`) that no passage names."""
+    pins = [(y, _year_named) for y in pinned_years(question)]
+    pins += [(v, _version_named) for v in pinned_versions(question)]
+    if not pins:
+        return False
+    texts = list(passages)
+    return any(not any(named(pin, text) for text in texts) for pin, named in pins)
