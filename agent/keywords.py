@@ -14,6 +14,7 @@ REASONING_KEYWORDS = [
     "what effect", "impact of", "influence", "interpret", "pros and cons", "what if",
     "discuss", "differ", "assess", "evaluate", "critique", "examine", "what lessons",
     "to what extent", "in what ways", "in what way", "consequences", "infer",
+    "give reasons", "reasons for", "justify",
 ]
 
 GLOBAL_SUMMARY_KEYWORDS = [

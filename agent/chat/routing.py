@@ -51,7 +51,12 @@ _NAME = re.compile(
     r"\b(what('?s| is) your name|who are you(?=\W*$)|what should i call you|your name\??$|"
     r"are you (a )?(bot|human|ai|robot)|introduce yourself|(tell me )?about yourself|"
     r"^what (can|do) you do|^what are you(?=\W*$)|^how do you work|"
-    r"^who (made|built|created|wrote|developed) you)\b",
+    r"^who (made|built|created|wrote|developed) you|"
+    r"^what are you([\s,]+(exactly|really|actually|then))?(?=\W*$)|"
+    r"^(do|have) you (have|got) a name|"
+    r"^what (kinds?|sorts?|types?) of (questions|things)( can| could| should) (i|we) ask|"
+    r"^what (questions )?(can|could|should) (i|we) ask( you)?(?=\W*$)|"
+    r"^(how|what) (can|could) you help( me| us)?( with)?(?=\W*$))\b",
     re.I,
 )
 _SMALL_TALK_PHRASE = (
@@ -181,7 +186,7 @@ _FILLER_WORDS = """
     okay one overall paper paragraph paragraphs please plot pls points provide quick
     quickly quire read report s sentence sentences short shorter simple simply some
     spanish story style sure t tell terms text thank thanks these too up us very want
-    whole word words work would write yet
+    whole word words work would write yet worth reading
 """
 _SUMMARY_FILLER = STOPWORDS | frozenset(_FILLER_WORDS.split())
 
