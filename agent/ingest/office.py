@@ -144,9 +144,11 @@ def parse_docx(
 def parse_pptx(
     data: bytes, default_title: str, filename: str, *, max_unzipped_bytes: int | None = None
 ) -> ParsedDocument:
-    """PPTX: the text of every shape (tables and groups included) with its 1-based slide as page.
+    """PPTX: the text of every shape (tables and groups included), then the speaker notes,
+    with its 1-based slide as page.
 
-    The slide's title placeholder (its first line) is each paragraph's ``section``.
+    The slide's title placeholder (its first line) is each paragraph's ``section``; the
+    notes' section adds "speaker notes" to it.
     """
     from pptx import Presentation
 
@@ -283,7 +285,20 @@ def _slide_paragraphs(slide: Any, number: int) -> list[Paragraph]:
     if title_shape is not None and title_shape.has_text_frame:
         lines = [squash(line) for line in title_shape.text_frame.text.splitlines()]
         section = next((line for line in lines if line), None)
-    return [Paragraph(text, page=number, section=section) for text in _shape_texts(slide.shapes)]
+    shown = [Paragraph(text, page=number, section=section) for text in _shape_texts(slide.shapes)]
+    # what the speaker says over the slide often carries what the slide only hints at
+    notes = f"{section}: speaker notes" if section else "Speaker notes"
+    return shown + [Paragraph(text, page=number, section=notes) for text in _notes_texts(slide)]
+
+
+def _notes_texts(slide: Any) -> list[str]:
+    """The paragraphs of a slide's speaker notes (none when it has no notes page)."""
+    if not slide.has_notes_slide:
+        return []
+    frame = slide.notes_slide.notes_text_frame
+    if frame is None:
+        return []
+    return [text for p in frame.paragraphs if (text := broken_lines(p.text))]
 
 
 def _shape_texts(shapes: Any) -> Iterator[str]:

@@ -66,6 +66,7 @@ def deck_pptx() -> bytes:
     for r, row in enumerate([["Region", "Sales"], ["North", "42"]]):
         for c, value in enumerate(row):
             table.cell(r, c).text = value
+    second.notes_slide.notes_text_frame.text = "North beat its target by a third."
     third = deck.slides.add_slide(deck.slide_layouts[6])  # blank: no title placeholder
     group = third.shapes.add_group_shape()
     box = group.shapes.add_textbox(Inches(1), Inches(1), Inches(3), Inches(1))
@@ -143,6 +144,7 @@ def test_pptx_slides_titles_tables_and_groups(deck_pptx):
         (1, "Agenda", "Plans"),
         (2, "Numbers", "Numbers"),
         (2, "Numbers", "Region: North; Sales: 42."),  # each row under its column names
+        (2, "Numbers: speaker notes", "North beat its target by a third."),
         (3, None, "Grouped note"),
     ]
 
