@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from agent.config import Settings
 from agent.ingest.detect import is_question
-from agent.ingest.document import Paragraph
+from agent.ingest.document import Paragraph, ended
 from agent.ingest.sentences import split_sentences
 
 
@@ -42,9 +42,14 @@ class ChunkDraft:
 
 
 def _sentences(paragraphs: list[Paragraph], hard_max: int) -> list[Sentence]:
+    """Each paragraph's sentences, the last ended with a full stop if it had no end mark
+    (:func:`~agent.ingest.document.ended`), a sentence over ``hard_max`` cut in pieces."""
     out: list[Sentence] = []
     for p in paragraphs:
-        for s in split_sentences(p.text):
+        sentences = split_sentences(p.text)
+        if sentences:
+            sentences[-1] = ended(sentences[-1])
+        for s in sentences:
             for piece in _wrap(s, hard_max):
                 out.append(Sentence(piece, p.page, p.chapter, p.section))
     return out

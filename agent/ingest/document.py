@@ -79,6 +79,17 @@ def broken_lines(text: str) -> str:
 
 
 _LINE_ENDS = (".", "!", "?", ":", ";", ",", "…", "—", "-", "–")
+_CLOSERS = "\"'”’)]»"
+
+
+def ended(text: str) -> str:
+    """``text`` (a paragraph's last sentence) with a full stop when it has no end mark of
+    its own: a list item, a heading or a byline then ends where its paragraph did, so a
+    chunk that runs it into the next paragraph still splits there ("… parsley, chopped"
+    and "Heat the oven to 190°C …" read as one sentence, far from a question about the
+    oven)."""
+    stripped = text.rstrip()
+    return stripped if stripped.rstrip(_CLOSERS).endswith(_LINE_ENDS) else f"{stripped}."
 
 
 def unwrap(block: str) -> str:

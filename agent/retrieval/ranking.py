@@ -13,7 +13,6 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.config import Settings
 from agent.db.chunks import ChunkRecord, ScoredChunkId, any_chunks, fetch_chunks
-from agent.db.keyword_sql import term_shares
 from agent.db.scope import SearchScope
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, time_decay, utcnow
 from agent.retrieval.candidates import Found
@@ -22,10 +21,12 @@ from agent.retrieval.clock import SearchClock
 from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import adaptive_fusion, weighted_rrf
+from agent.retrieval.held_words import held_words
 from agent.retrieval.listings import asks_about_contents, is_listing
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
 from agent.retrieval.rerank import llm_scores, rerank_order, with_title
+from agent.retrieval.sentence_match import Embed, sentence_matches
 from agent.retrieval.types import Layer, RetrievedChunk, SearchMode, SearchOptions
 
 Scored = list[tuple[uuid.UUID, float]]
@@ -181,34 +182,6 @@ def apply_layers(
     return "any_chunk", []
 
 
-WORDS_HELD_SHARE = 0.7
-"""The share of a question's IDF weight (:func:`~agent.db.keyword_sql.term_shares`) a
-keyword hit must hold to be about the question when no chunk is similar enough. Measured
-with each question's own documents in scope: the unanswerable questions of our two eval
-sets share at most 0.43 with a chunk (0.69 with every document of the set in scope)."""
-WORDS_HELD_CANDIDATES = 3
-
-
-async def held_words(
-    reads: Reads, scope: SearchScope, query: str, found: Found, scored: Scored
-) -> Scored:
-    """The best keyword hits among ``scored`` that hold most of the question's IDF weight,
-    in keyword order, with their fused scores.
-
-    The small embedder can miss a passage that names exactly what is asked (0.2 cosine for
-    "Who plays Sauron in the example about the Lord of the Rings?" against the paragraph
-    that says "Sala Baker ... the villain Sauron in the Lord of the Rings"): no similarity
-    floor let it in, and the question was answered as not covered. Its words show that the
-    documents do cover it. They also join a ``low_threshold`` layer (a price list at 0.39
-    was preferred to "curated the exhibition" at 0.26), not chunks clearing the threshold:
-    there they were new passages for follow-ups (418 tokens instead of 67), no answer."""
-    fused = dict(scored)
-    top = [h.chunk_id for h in found.keyword[0] if h.chunk_id in fused][:WORDS_HELD_CANDIDATES]
-    pairs = [(found.records[cid].document_id, cid) for cid in top]
-    shares = await reads.read(lambda conn: term_shares(conn, scope, query, pairs))
-    return [(cid, fused[cid]) for cid in top if shares.get(cid, 0.0) >= WORDS_HELD_SHARE]
-
-
 async def last_resort(
     reads: Reads, scope: SearchScope, keyword_lists: list[list[ScoredChunkId]], k: int
 ) -> tuple[Layer, Scored, dict[uuid.UUID, ChunkRecord]]:
@@ -320,9 +293,12 @@ async def rank(
     clock: SearchClock,
     reads: Reads,
     scope: SearchScope,
+    embed: Embed | None = None,
 ) -> tuple[Layer, list[RetrievedChunk]]:
     """The candidates fused, adjusted, through the fallback layers and diversified: the
-    layer that yielded them and as many chunks as the rerank (or else ``k``) needs."""
+    layer that yielded them and as many chunks as the rerank (or else ``k``) needs.
+    ``embed`` (documents' texts to vectors) lets a chunk far from the question count when
+    one of its sentences is near it (:mod:`~agent.retrieval.sentence_match`)."""
     keyword_failed = options.mode == "hybrid" and len(found.keyword) < len(queries)
     fused = fuse(found.dense, found.keyword, options.mode, settings)
     clock.lap("fuse")
@@ -341,6 +317,19 @@ async def rank(
         else:  # joining the loosely similar chunks, in fused order
             joined = {c for c, _ in picked + held}
             picked = [(c, s) for c, s in scored if c in joined]
+    if layer == "any_embedded" and options.mode == "hybrid" and embed and found.vectors:
+        matched, best = await sentence_matches(
+            embed,
+            found.vectors,
+            scored,
+            found.records,
+            threshold=settings.threshold_sentence,
+            window=settings.parent_context_chars,
+            reads=reads,
+        )
+        clock.metrics.sentence_similarity = best
+        if matched:
+            layer, picked = "sentence", matched
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)

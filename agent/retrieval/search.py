@@ -180,7 +180,8 @@ async def _search(
         services, scope, queries, state, embedding, n, options.mode, clock, reads, early
     )
     options = _after_embedding(found, options, clock.metrics)
-    layer, chunks = await rank(found, queries, query, options, settings, clock, reads, scope)
+    embed = services.embeddings.embedder.embed_documents
+    layer, chunks = await rank(found, queries, query, options, settings, clock, reads, scope, embed)
     if options.rerank and model is not None and len(chunks) > 1 and clock.left() > 0:
         chunks = await rerank_in_time(model, query, chunks, settings, clock)
 

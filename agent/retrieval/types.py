@@ -14,7 +14,9 @@ from agent.retrieval.citations import format_source
 from agent.retrieval.conflicts import Conflict, Passage
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
-Layer = Literal["hybrid", "vector", "keyword", "low_threshold", "any_embedded", "any_chunk", "none"]
+Layer = Literal[
+    "hybrid", "vector", "keyword", "low_threshold", "sentence", "any_embedded", "any_chunk", "none"
+]
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ class RetrievalMetrics:
     candidates: int = 0
     results: int = 0
     average_similarity: float | None = None
+    sentence_similarity: float | None = None
+    """The best sentence's cosine when no chunk was similar enough (see ``sentence_match``)."""
     reranked: bool = False
     cache_hit: bool = False
     timed_out: bool = False

@@ -5,7 +5,7 @@ import pytest
 from agent.config import Settings
 from agent.ingest.chunking import _wrap, chunk_document, chunk_flat, chunk_long_form
 from agent.ingest.detect import detect_document_type
-from agent.ingest.document import Paragraph
+from agent.ingest.document import Paragraph, ended
 from agent.ingest.parse import UnreadableDocument, UnsupportedDocument, parse_bytes
 from agent.ingest.sentences import split_sentences
 from tests.support.paths import ALICE
@@ -67,8 +67,12 @@ def test_no_sentence_is_cut():
     children = [c for p in chunk_long_form(doc.paragraphs, settings) for c in p.children]
     # sentences longer than a child are the only ones cut (at word boundaries)
     limit = settings.child_max_chars
+    # a paragraph's last sentence ends with an end mark, one of its own or a full stop
     sentences = [
-        w for para in doc.paragraphs for s in split_sentences(para.text) for w in _wrap(s, limit)
+        w
+        for para in doc.paragraphs
+        for s in split_sentences(para.text)[:-1] + [ended(split_sentences(para.text)[-1])]
+        for w in _wrap(s, limit)
     ]
     for child in children[:120]:
         # every child starts at a sentence start and ends at a sentence end
@@ -158,3 +162,20 @@ def test_a_decks_chunks_keep_to_one_slide_each():
     assert slides[0].text == "Halverd Ceramics: Q3 review. Presented by the finance team."
     # other flat documents pack pages together as before
     assert len(chunk_document("USER", deck, settings)) == 1
+
+
+def test_a_paragraph_without_an_end_mark_ends_where_it_did():
+    """List items and headings run together in a chunk still split as sentences there."""
+    paragraphs = [
+        Paragraph("Ingredients", section="Ingredients"),
+        Paragraph("A small bunch of parsley, chopped", section="Ingredients"),
+        Paragraph("Heat the oven to 190°C (170°C fan).", section="Method"),
+        Paragraph("Agnes said “bake it slowly”", section="Method"),
+        Paragraph("(Serves four.)", section="Method"),
+    ]
+    [chunk] = chunk_flat(paragraphs, Settings())
+    assert chunk.text == (
+        "Ingredients. A small bunch of parsley, chopped. Heat the oven to 190°C (170°C fan). "
+        "Agnes said “bake it slowly”. (Serves four.)"
+    )
+    assert "Heat the oven to 190°C (170°C fan)." in split_sentences(chunk.text)
