@@ -23,6 +23,7 @@ from agent.ingest.pipeline import ingest_bytes
 from agent.ingest.sources import IngestRequest, ingest_source
 from agent.library.documents import delete_user_document
 from agent.retrieval import candidates as candidates_module
+from agent.retrieval import held_words as held_words_module
 from agent.retrieval.boosts import prefer_authoritative, tag_boost, tag_overlap, time_decay
 from agent.retrieval.context import build_context, truncate_words
 from agent.retrieval.expansion import expand_query, parse_rewrites
@@ -256,6 +257,35 @@ async def test_a_keyword_hit_joins_chunks_only_loosely_similar(services, new_use
     result = await search(services, scope, q, SearchOptions(threshold=0.99, use_cache=False))
     assert result.layer == "low_threshold"
     assert _ids(result) == [held.document_id, near.document_id]
+
+
+OFFICE = (
+    "Parking spaces are allocated by lottery each quarter, so new starters use the bus at"
+    " first. Bike storage is in the courtyard and its door code changes on the first of every"
+    " month. Lunch is served in the canteen on the second floor from noon until two. The fire"
+    " assembly point is the car park of the maritime museum across the road. Visitors must"
+    " sign in at reception and wear a badge."
+)
+
+
+async def test_a_sentence_near_the_question_makes_a_far_chunk_evidence(
+    services, new_user, monkeypatch
+):
+    """No chunk is similar enough and none holds the question's words, yet one sentence of
+    the best is near the question: its chunk is evidence (the ``sentence`` layer); a
+    question no sentence is near stays below relevance."""
+    user = await new_user("sentence-near")
+    doc = await _fixed_doc(services, user, OFFICE)
+    scope = SearchScope(user_id=user.id)
+    monkeypatch.setattr(services.settings, "threshold_fallback", 0.995)
+    monkeypatch.setattr(held_words_module, "WORDS_HELD_SHARE", 1.01)
+    options = SearchOptions(threshold=0.99, use_cache=False)
+    near = await search(services, scope, "Where is our fire assembly point?", options)
+    assert near.layer == "sentence" and _ids(near) == [doc.document_id]
+    needed = services.settings.threshold_sentence
+    assert near.metrics.sentence_similarity >= needed > near.chunks[0].similarity
+    far = await search(services, scope, "Who painted the Mona Lisa?", options)
+    assert far.layer == "any_embedded" and far.metrics.sentence_similarity < needed
 
 
 async def test_every_fallback_layer(services, new_user, monkeypatch):
