@@ -240,6 +240,7 @@ class _TextWalker:
             self.first_h1 = self.first_h1 or text
         else:
             self._section = text
+        self._add(text)  # read too: "1.3.1 - 2024-06-02" or "Your first day" answers questions
 
     def _take(self) -> str:
         text = squash("".join(self._parts))

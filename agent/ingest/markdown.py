@@ -70,10 +70,12 @@ class _Reader:
         heading = plain_inline(text.strip())
         if level > 1:
             self.section = heading
-            return
-        if self.title == self.default_title and self.chapter is None and not self.paragraphs:
-            self.title = heading
-        self.chapter, self.section = heading, None
+        else:
+            if self.title == self.default_title and self.chapter is None and not self.paragraphs:
+                self.title = heading
+            self.chapter, self.section = heading, None
+        # read too, under itself: "[3.0.0] - 2025-09-14" is the release date a question asks
+        self.add([heading])
 
     def prose(self, text: str) -> None:
         for block in blocks(text):

@@ -212,8 +212,8 @@ def _docx_paragraphs(document: Any) -> tuple[list[Paragraph], str | None]:
             first_heading = first_heading or text
         elif kind == "section":
             section = text
-        else:
-            paragraphs.append(Paragraph(text, chapter=chapter, section=section))
+        # a heading is read too, under itself: it often holds what a question asks for
+        paragraphs.append(Paragraph(text, chapter=chapter, section=section))
     return paragraphs, first_heading
 
 

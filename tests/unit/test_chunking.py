@@ -109,9 +109,12 @@ def test_markdown_headings_become_chapters_and_sections():
     doc = parse_bytes(md, "guide.md")
     assert doc.title == "Guide"
     located = [(p.chapter, p.section, p.text) for p in doc.paragraphs]
-    assert located == [
+    assert located == [  # a heading is read too, under itself
+        ("Guide", None, "Guide"),
         ("Guide", None, "Intro text here."),
+        ("Guide", "Setup", "Setup"),
         ("Guide", "Setup", "Install it. Then run it."),
+        ("Usage", None, "Usage"),
         ("Usage", None, "Use it well."),
     ]
 

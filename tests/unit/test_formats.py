@@ -99,15 +99,19 @@ def test_docx_headings_tables_and_order(report_docx):
     assert doc.author == "Ada Lovelace"
     assert doc.page_count is None
     located = [(p.text, p.chapter, p.section) for p in doc.paragraphs]
-    assert located == [
+    assert located == [  # a heading is read too, under itself
+        ("Annual Report", "Annual Report", None),
         ("Opening remarks before any chapter.", "Annual Report", None),
+        ("Finances", "Finances", None),
         ("Revenue grew strongly this year.", "Finances", None),
+        ("Costs", "Finances", "Costs"),
         ("Costs fell.", "Finances", "Costs"),
         ("Item | Q1 | Q2", "Finances", "Costs"),
         ("Rent | 10 | 12", "Finances", "Costs"),
         ("Staff | 30", "Finances", "Costs"),
         ("Merged | Single", "Finances", "Costs"),  # a merged cell appears once
         ("After the tables.", "Finances", "Costs"),
+        ("Outlook", "Outlook", None),
         ("Next year looks bright.", "Outlook", None),  # a chapter resets the section
     ]
     assert all(p.page is None for p in doc.paragraphs)
@@ -242,7 +246,7 @@ def test_zip_member_lying_about_its_size_is_never_inflated(report_docx):
     # the parser stops at the declared size and reads the real document
     doc, guarded = _peak_mib(lambda: parse_bytes(liar, "liar.docx"))
     assert guarded < 20
-    assert doc.paragraphs[0].text == "Opening remarks before any chapter."
+    assert doc.paragraphs[1].text == "Opening remarks before any chapter."
 
 
 def test_unusual_compression_is_refused():
@@ -299,13 +303,17 @@ def test_html_main_text_headings_and_junk_removed():
     assert doc.title == "Travel Notes"
     assert doc.author == "Jane Doe"
     located = [(p.text, p.chapter, p.section) for p in doc.paragraphs]
-    assert located == [
+    assert located == [  # a heading is read too, under itself
+        ("Lisbon", "Lisbon", None),
         ("Lisbon is hilly & sunny. Trams help.", "Lisbon", None),
+        ("Food", "Lisbon", "Food"),
         ("Pastéis de nata", "Lisbon", "Food"),
         ("Bacalhau", "Lisbon", "Food"),
         ("Eat early.", "Lisbon", "Food"),
         ("Dish: Soup; Price: 3 €.", "Lisbon", "Food"),  # th cells name the columns
+        ("Coffee", "Lisbon", "Coffee"),
         ("bica\n  galão", "Lisbon", "Coffee"),
+        ("Porto", "Porto", None),
         ("Porto has wine.", "Porto", None),
     ]
     assert "junk" not in doc.text
@@ -315,7 +323,10 @@ def test_html_title_falls_back_to_h1_and_article_header_is_kept():
     page = b"<article><header><h1>Only Heading</h1></header><p>Body text.</p></article>"
     doc = parse_bytes(page, "page.htm")
     assert doc.title == "Only Heading"
-    assert [(p.text, p.chapter) for p in doc.paragraphs] == [("Body text.", "Only Heading")]
+    assert [(p.text, p.chapter) for p in doc.paragraphs] == [
+        ("Only Heading", "Only Heading"),
+        ("Body text.", "Only Heading"),
+    ]
 
 
 def test_html_charset_from_meta_bom_or_utf8_fallback():

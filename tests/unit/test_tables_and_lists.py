@@ -69,7 +69,9 @@ def test_markdown_pipe_tables_are_read_with_their_header():
     )
     doc = parse_bytes(text.encode(), "notes.md")
     assert [(p.text, p.section) for p in doc.paragraphs] == [
+        ("Kitchen", None),
         ("Intro line.", None),
+        ("Dishes", "Dishes"),
         ("Dish: Stew; Paprika: 2 teaspoons.", "Dishes"),
         ("Dish: Soup; Paprika: none.", "Dishes"),
         ("After the table.", "Dishes"),
@@ -109,6 +111,7 @@ def test_list_items_are_paragraphs_of_their_own():
     )
     texts = [p.text for p in parse_bytes(notes.encode(), "stew.md").paragraphs]
     assert texts == [
+        "Stew",
         "For six people:",
         "- 250 g pearl barley.",
         "- 3 carrots and 2 parsnips.",  # an item's wrapped line stays with it
