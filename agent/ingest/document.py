@@ -79,7 +79,7 @@ def broken_lines(text: str) -> str:
 
 
 _LINE_ENDS = (".", "!", "?", ":", ";", ",", "…", "—", "-", "–", "。", "！", "？")
-_CLOSERS = "\"'”’)]»"
+_QUOTES = "\"'”’»"
 
 
 def ended(text: str) -> str:
@@ -89,7 +89,9 @@ def ended(text: str) -> str:
     and "Heat the oven to 190°C …" read as one sentence, far from a question about the
     oven)."""
     stripped = text.rstrip()
-    return stripped if stripped.rstrip(_CLOSERS).endswith(_LINE_ENDS) else f"{stripped}."
+    # a closing bracket ends it as it is: "… arrival. [10 marks]", "(Serves four)"
+    done = stripped.endswith((")", "]")) or stripped.rstrip(_QUOTES).endswith(_LINE_ENDS)
+    return stripped if done else f"{stripped}."
 
 
 def unwrap(block: str) -> str:

@@ -334,8 +334,8 @@ def test_block():
 
 
 async def test_unpunctuated_lines_still_separate_questions(services, new_user):
-    """Flat chunks join paragraphs with spaces, so "Answer: x = -3" runs straight into
-    "Question 7 – ..." with no full stop between them."""
+    """Flat chunks join paragraphs with spaces: "Answer: x = -3" would run straight into
+    "Question 7 – ..." but for the full stop a paragraph without an end mark gets."""
     user = await new_user("algebra")
     body = "\n\n".join(
         [
@@ -353,4 +353,4 @@ async def test_unpunctuated_lines_still_separate_questions(services, new_user):
         services, SearchScope(user.id), question_numbers("Can you explain question 6 again?")
     )
     assert q6.document_id == doc.document_id
-    assert _flat(q6.text) == "Question 6 – Solve x² + 5x + 6 = 0 Answer: x = -2 or x = -3"
+    assert _flat(q6.text) == "Question 6 – Solve x² + 5x + 6 = 0. Answer: x = -2 or x = -3."

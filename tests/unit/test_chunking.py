@@ -174,11 +174,11 @@ def test_a_paragraph_without_an_end_mark_ends_where_it_did():
         Paragraph("A small bunch of parsley, chopped", section="Ingredients"),
         Paragraph("Heat the oven to 190°C (170°C fan).", section="Method"),
         Paragraph("Agnes said “bake it slowly”", section="Method"),
-        Paragraph("(Serves four.)", section="Method"),
+        Paragraph("Bake for an hour [or until golden]", section="Method"),
     ]
     [chunk] = chunk_flat(paragraphs, Settings())
     assert chunk.text == (
         "Ingredients. A small bunch of parsley, chopped. Heat the oven to 190°C (170°C fan). "
-        "Agnes said “bake it slowly”. (Serves four.)"
+        "Agnes said “bake it slowly”. Bake for an hour [or until golden]"
     )
     assert "Heat the oven to 190°C (170°C fan)." in split_sentences(chunk.text)
