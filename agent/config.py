@@ -167,7 +167,7 @@ class Settings(BaseSettings):
     threshold_deep: float = 0.6
     threshold_fallback: float = 0.3
     # no chunk similar enough: one of the fused best holding a sentence this near still counts
-    threshold_sentence: float = 0.55
+    threshold_sentence: float = 0.5
     # once a chunk clears the threshold, the fused ranking fills down to this (>= it: filter)
     threshold_admitted_floor: float | None = 0.5
     threshold_admitted_floor_local: float | None = 0.5  # not Path C, not a continued follow-up
