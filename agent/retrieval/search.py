@@ -10,9 +10,12 @@
 
 Fallback layers, tried in order until one yields chunks: ``hybrid`` (fused ranking,
 similarity >= threshold), ``vector`` (dense ranking, same threshold: used when the keyword
-side failed), ``low_threshold`` (similarity >= 0.3), ``any_embedded`` (nearest chunks, no
-threshold), ``any_chunk`` (any visible chunk, embedded or not), else ``none``. Every chunk
-says which layer produced it, and so do the metrics kept with the answer.
+side failed), ``low_threshold`` (similarity >= 0.3), ``keyword`` (a hit holding most of the
+question's words: :mod:`~agent.retrieval.held_words`), ``sentence`` (one of the fused best
+holds a sentence near the question: :mod:`~agent.retrieval.sentence_match`),
+``any_embedded`` (nearest chunks, no threshold), ``any_chunk`` (any visible chunk, embedded
+or not), else ``none``. Every chunk says which layer produced it, and so do the metrics kept
+with the answer.
 
 This module runs the stages in order; each lives in its own module: candidates
 (:mod:`~agent.retrieval.candidates`), ranking (:mod:`~agent.retrieval.ranking`), the
