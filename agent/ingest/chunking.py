@@ -205,19 +205,28 @@ def chunk_faq(paragraphs: list[Paragraph], settings: Settings) -> list[ChunkDraf
     """One chunk per question with its answer, never split (capped at ``faq_max_chars``).
 
     A pair starts at a question paragraph and takes the paragraphs that follow until the
-    next question; text before the first question is its own chunk.
+    next question; text before the first question is its own chunk. A heading opens the
+    chunk of what follows it ("Shipping" before "How long does delivery take?"), never
+    closes the answer before it.
     """
     units: list[list[Paragraph]] = []
+    heading: list[Paragraph] = []
     for p in paragraphs:
+        if p.text in (p.section, p.chapter) and (p.section is None or p.text == p.section):
+            heading.append(p)
+            continue
         for piece in _INLINE_QUESTION.split(p.text):
             piece = piece.strip()
             if not piece:
                 continue
             part = Paragraph(piece, p.page, p.chapter, p.section)
-            if not units or is_question(piece):
-                units.append([part])
+            if not units or is_question(piece) or heading:
+                units.append([*heading, part])
+                heading = []
             else:
                 units[-1].append(part)
+    if heading:
+        units.append(heading)
     drafts = []
     for unit in units:
         text = "\n".join(p.text for p in unit)

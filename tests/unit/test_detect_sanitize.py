@@ -116,3 +116,16 @@ def test_faq_pairs_are_capped():
     long_answer = ("Details. " * 2000).encode()
     chunks = chunk_faq(_paragraphs(b"FAQ\n\nQ: Big?\n\n" + long_answer, "big.txt"), SETTINGS)
     assert max(len(c.text) for c in chunks) <= SETTINGS.faq_max_chars
+
+
+def test_a_faq_heading_opens_the_next_pair_not_the_answer_before_it():
+    md = (
+        b"# Help\n\n## Shipping\n\nHow long does delivery take?\n\nThree days.\n\n"
+        b"## Returns\n\nCan I return an item?\n\nYes, within 30 days."
+    )
+    paragraphs = parse_bytes(md, "help.md").paragraphs
+    texts = [c.text for c in chunk_faq(paragraphs, SETTINGS)]
+    assert texts == [
+        "Help\nShipping\nHow long does delivery take?\nThree days.",
+        "Returns\nCan I return an item?\nYes, within 30 days.",
+    ]
