@@ -15,7 +15,7 @@ from langchain_core.messages import (
 )
 
 from agent import prompts
-from agent.retrieval.anchors import without_invented_claims
+from agent.retrieval.anchors import all_invented, without_invented_claims
 from agent.retrieval.asked_amounts import gives_no_amount_asked
 from agent.retrieval.asked_names import names_nothing_asked
 from agent.retrieval.citations import (
@@ -141,7 +141,8 @@ def finish_grounded(
     With the ``question``, sentences copied from the worked examples go first (an answer
     made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
     then those stating a name or number that neither it nor any passage holds
-    (:func:`without_invented_claims`), and a citation goes
+    (:func:`without_invented_claims`; on the hybrid path an answer citing nothing whose
+    every sentence is such becomes the plain "not answered" reply), and a citation goes
     to the passage holding what its sentence adds to the question. A passage label the
     model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
 
@@ -163,6 +164,8 @@ def finish_grounded(
     if question is not None and citable:
         shown = [question, *(c.text for c in citable)]
         raw = without_example_echoes(raw, shown) or prompts.NOT_ANSWERED
+        if route == "hybrid" and "chk_" not in raw and all_invented(raw, shown):
+            raw = prompts.NOT_ANSWERED  # "£9 an hour * 12 hours = £108": no passage says it
         raw, _ = without_invented_claims(raw, shown)
     raw = without_echoed_labels(raw, [c["source"] for c in retrieved if c.get("source")])
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages

@@ -111,5 +111,15 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
     return "".join(kept).strip(), len(sentences) - len(kept)
 
 
+def all_invented(answer: str, known: Iterable[str]) -> bool:
+    """Whether every sentence of ``answer`` states a name or number found in none of the
+    ``known`` texts (what :func:`without_invented_claims` leaves as it is)."""
+    texts = list(known)
+    vocabulary = _vocabulary(texts)
+    names = set().union(*(names_in(t) for t in texts))
+    sentences = [s for s in answer_sentences(answer.strip()) if s.strip()]
+    return bool(sentences) and all(anchors(_uncited(s), names) - vocabulary for s in sentences)
+
+
 def _uncited(sentence: str) -> str:
     return re.sub(r"\[?#?\bchk_[0-9a-fA-F]{8}\b\]?|#web_\d+", " ", sentence)

@@ -199,6 +199,7 @@ _IRREGULAR_PASTS = {
         catch caught; choose chose chosen; come came; draw drew drawn; drink drank drunk;
         drive drove driven; eat ate eaten; fall fell fallen; feel felt; fight fought;
         find found; fly flew flown; forget forgot forgotten; get got gotten; give gave given;
+        go went gone;
         grow grew grown; hear heard; hold held; keep kept; know knew known; lead led;
         leave left; lose lost; make made; mean meant; meet met; pay paid; ride rode ridden;
         rise rose risen; run ran; say said; see saw seen; seek sought; sell sold; send sent;
@@ -214,11 +215,13 @@ _IRREGULAR_PASTS = {
 
 
 def _stems(text: str) -> set[str]:
-    # "trained" restates "train", "mentions" "mentioned", "gave" "give"
-    return {
+    # "trained" restates "train", "mentions" "mentioned", "gave" "give"; "went" is "go",
+    # a word too short to be a content term of the question it restates
+    stems = {
         _IRREGULAR_PASTS.get(w) or (re.sub(r"(?:ing|ed|es|s)$", "", w) if len(w) > 4 else w)
         for w in content_terms(text)
     }
+    return {s for s in stems if len(s) > 2}
 
 
 _ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))

@@ -76,3 +76,37 @@ def test_a_hybrid_answer_without_the_amount_asked_is_not_found():
         given, _RETRIEVED, route="hybrid", model_used="m", tokens_used=1, question=question
     )
     assert kept.text == given and len(kept.citations) == 1
+
+
+_TREASURER = [
+    {
+        "id": "#chk_0c0fb15b",
+        "chunk_id": "c2",
+        "text": "Item: Quiz night; Income: £642; Spend: £58. The Small Room stays at £9 an hour.",
+        "source": "Village hall minutes, Treasurer's report",
+    }
+]
+
+
+def test_an_uncited_hybrid_answer_of_invented_figures_is_not_found():
+    question = "How much income did the quiz night bring in?"
+    sums = "The quiz night brought in £9 an hour * 12 hours = £108."
+    invented = finish_grounded(
+        sums, _TREASURER, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert invented.text == prompts.NOT_ANSWERED and invented.citations == []
+    # a figure the passage holds stays (and is cited where it stands)
+    given = finish_grounded(
+        "The quiz night brought in £642.",
+        _TREASURER,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question=question,
+    )
+    assert "£642" in given.text and len(given.citations) == 1
+    # deep reasoning discusses its passages: its answer is left to the sentence checks
+    deep = finish_grounded(
+        sums, _TREASURER, route="deep_reasoning", model_used="m", tokens_used=1, question=question
+    )
+    assert deep.text != prompts.NOT_ANSWERED
