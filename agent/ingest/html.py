@@ -26,14 +26,14 @@ DROPPED_TAGS = (
     "style",
     "nav",
     "footer",
-    "aside",
     "form",
     "noscript",
     "template",
     "svg",
     "iframe",
 )
-"""Elements removed with all they contain; so is ``<header>`` outside ``<article>``/``<main>``."""
+"""Elements removed with all they contain; so are ``<header>`` outside ``<article>``/``<main>``
+and ``<aside>`` outside them or made mostly of links (:func:`_is_dropped`)."""
 
 # fmt: off
 _BLOCK_TAGS = frozenset((
@@ -123,12 +123,22 @@ def _parse_tree(page: str, filename: str):
 
 
 def _is_dropped(el) -> bool:
-    """Hidden elements, and page headers (an ``<article>``'s own header is kept)."""
+    """Hidden elements, page headers (an ``<article>``'s own header is kept) and asides
+    but those of the main text with more words than links: a "Still stuck? Call us on …"
+    box inside ``<main>`` answers questions, a sidebar or a box of related links does not."""
     if el.getparent() is None:
         return False
     if el.get("hidden") is not None or _HIDDEN_STYLE.search(el.get("style") or ""):
         return True
-    return el.tag == "header" and next(el.iterancestors("article", "main"), None) is None
+    if el.tag not in ("header", "aside"):
+        return False
+    if next(el.iterancestors("article", "main"), None) is None:
+        return True
+    if el.tag == "header":
+        return False
+    text = squash(el.text_content())
+    linked = sum(len(squash(a.text_content())) for a in el.iter("a"))
+    return not text or 2 * linked >= len(text)
 
 
 def _main_element(root):

@@ -99,12 +99,40 @@ class _Reader:
             self.end_paragraph()
 
 
+# a footnote's definition, "[^3]: Volunteers can park free …", with its indented lines
+_FOOTNOTE = re.compile(
+    r"^\[\^([^\]\s]+)\]:[ \t]*(.*(?:\n(?:[ \t]+\S.*|[ \t]*(?=\n[ \t]+\S)))*)", re.M
+)
+_FOOTNOTE_MARK = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+
+
+def with_footnotes_inline(text: str) -> str:
+    """``text`` with each footnote read where it is first referenced, in brackets ("…
+    surgery. [^3]" -> "… surgery. (Note: Volunteers can park free …)"), its definition and
+    later marks left out; a definition nothing references stays where it is. At the page's
+    end a footnote is far from what it explains, in another chunk."""
+    notes = {m.group(1): " ".join(m.group(2).split()) for m in _FOOTNOTE.finditer(text)}
+    used: set[str] = set()
+
+    def inline(m: re.Match) -> str:
+        key = m.group(1)
+        if key not in notes or key in used:
+            return ""
+        used.add(key)
+        return f" (Note: {notes[key]})"
+
+    text = _FOOTNOTE_MARK.sub(inline, text)
+    return _FOOTNOTE.sub(lambda m: "" if m.group(1) in used else m.group(0), text)
+
+
 def parse_markdown(text: str, default_title: str) -> ParsedDocument:
     """Markdown: ``#`` headings are chapters, deeper headings are sections; a pipe table's
     rows are paragraphs, each under its column names (:mod:`agent.ingest.tables`); a fenced
-    block's lines are read as they are, no heading among them."""
+    block's lines are read as they are, no heading among them; footnotes are read where
+    they are referenced (:func:`with_footnotes_inline`)."""
     reader = _Reader(default_title)
     start = 0
+    text = with_footnotes_inline(text)
     for fence in _FENCE.finditer(text):
         reader.prose(text[start : fence.start()])
         reader.add(_code_paragraphs(fence.group(2)))

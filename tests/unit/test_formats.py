@@ -288,7 +288,8 @@ PAGE = """<!doctype html>
   galão</pre>
 <div hidden>hidden junk</div>
 <form><label>form junk</label></form>
-<aside>aside junk</aside>
+<aside>Related: <a href="/a">aside junk</a>, <a href="/b">more aside junk</a></aside>
+<aside><h2>Still stuck?</h2><p>Call us on <b>0161 496 0732</b>.</p></aside>
 <h1>Porto</h1>
 <p>Porto has wine.</p>
 <noscript>noscript junk</noscript>
@@ -313,6 +314,9 @@ def test_html_main_text_headings_and_junk_removed():
         ("Dish: Soup; Price: 3 €.", "Lisbon", "Food"),  # th cells name the columns
         ("Coffee", "Lisbon", "Coffee"),
         ("bica\n  galão", "Lisbon", "Coffee"),
+        # an aside of the main text with more words than links is read
+        ("Still stuck?", "Lisbon", "Still stuck?"),
+        ("Call us on 0161 496 0732.", "Lisbon", "Still stuck?"),
         ("Porto", "Porto", None),
         ("Porto has wine.", "Porto", None),
     ]

@@ -57,3 +57,20 @@ def test_plain_inline():
     )
     assert plain_inline("![a lamp](lamp.png) [returns](https://e.com/r)") == "a lamp returns"
     assert plain_inline("2 * 3 * 4 and snake_case_name") == "2 * 3 * 4 and snake_case_name"
+
+
+def test_a_footnote_is_read_where_it_is_referenced():
+    text = (
+        "# Handbook\n\n## Getting here\n\nPlease don't use the yard.[^park] Ask at the desk.[^park]\n\n"
+        "## Contacts\n\nRing the desk.\n\n"
+        "[^park]: Volunteers park free in the Tannery Lane car park\n    with a permit.\n"
+        "[^old]: A note nothing references.\n"
+    )
+    located = [(p.section, p.text) for p in parse_bytes(text.encode(), "h.md").paragraphs]
+    assert (
+        "Getting here",
+        "Please don't use the yard. (Note: Volunteers park free in the Tannery Lane car park "
+        "with a permit.) Ask at the desk.",
+    ) in located
+    assert not any("[^park]" in t or t.startswith("Volunteers park") for _, t in located)
+    assert located[-1] == ("Contacts", "[^old]: A note nothing references.")
