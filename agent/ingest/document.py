@@ -95,9 +95,22 @@ def ended(text: str) -> str:
 
 
 def unwrap(block: str) -> str:
-    """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks)."""
-    block = re.sub(r"(\w)-\n(\w)", r"\1\2", block)
+    """Join hard-wrapped lines of one paragraph (de-hyphenating line-end breaks), without
+    the quote marks of a quoted block (:func:`unquoted`)."""
+    block = re.sub(r"(\w)-\n(\w)", r"\1\2", unquoted(block))
     return " ".join(line.strip() for line in block.splitlines() if line.strip())
+
+
+_QUOTE_MARKS = re.compile(r"^[ \t]*>(?:[ \t]*>)*(?=[ \t]|$)[ \t]?", re.M)
+
+
+def unquoted(block: str) -> str:
+    """``block`` without the "> " marks opening its lines when at least half of its lines
+    have them: an email's quoted reply or a Markdown block quote. Left in, "£1,104, > but
+    let's call it a round £1,100" read as one figure's sentence."""
+    lines = [line for line in block.splitlines() if line.strip()]
+    marked = sum(1 for line in lines if _QUOTE_MARKS.match(line))
+    return _QUOTE_MARKS.sub("", block) if lines and 2 * marked >= len(lines) else block
 
 
 # a line opening a list item: "- ", "* ", "+ ", "• ", "1. ", "2) "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from agent.ingest.document import Paragraph, ParsedDocument, blocks, paragraphs_of
+from agent.ingest.document import Paragraph, ParsedDocument, blocks, paragraphs_of, unquoted
 from agent.ingest.tables import markdown_table, table_lines
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -62,7 +62,7 @@ class _Reader:
 
     def end_paragraph(self) -> None:
         if self.body:
-            self.add(paragraphs_of("\n".join(self.body)))
+            self.add(paragraphs_of(unquoted("\n".join(self.body))))
             self.body.clear()
 
     def heading(self, level: int, text: str) -> None:
