@@ -7,8 +7,8 @@ passages touch on the question but do not answer it, so the caller replies that 
 documents were searched and do not say it (a near-miss question, common when people ask
 about one year's report or one release for another).
 
-Only a year the question is *about* counts: "in 2023", "during early 2023", "2023's
-budget", "the 2023 season", "FY2023". A year that bounds a comparison ("before 1900", "since
+Only a year the question is *about* counts: "in 2023", "during early 2023", "in June
+2024", "2023's budget", "the 2023 season", "FY2023". A year that bounds a comparison ("before 1900", "since
 2019", "between 2019 and 2021") may be answered by a passage naming another year, and "for
 2000 copies" is a count, so neither does. A version counts when it is written as one:
 dotted thrice ("2.8.0"), after a "v" ("v2", "v2.1") or after "version"/"release"
@@ -26,7 +26,8 @@ _YEAR = re.compile(r"(?<![\d.,£$€])(1[5-9]\d\d|20\d\d)(?!\d|[.,]\d)")
 # the words before a year the question is about ("in 2023", "the 2023 season", "FY2023")
 _ABOUT = re.compile(
     r"(?:\b(?:in|during|for|of|the|at|on|within|throughout|year|its|their|his|her|this|that)"
-    r"\s+(?:(?:early|late|mid)[\s-]+)?|\bfy\s*)$",
+    r"\s+(?:(?:early|late|mid)[\s-]+)?(?:(?:\d{1,2}(?:st|nd|rd|th)?\s+)?"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+)?|\bfy\s*)$",
     re.IGNORECASE,
 )
 # ... or after it ("2023's budget"); a count ("for 2000 copies") is no year

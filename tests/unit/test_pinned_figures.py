@@ -18,6 +18,8 @@ from agent.retrieval.pinned_figures import pin_unheld, pinned_versions, pinned_y
         ("What was 2023's surplus?", {"2023"}),
         ("What did they do in early 2024?", {"2024"}),
         ("What was spent in FY2023?", {"2023"}),
+        ("How many visitors came in June 2024?", {"2024"}),
+        ("What happened on 3rd March 2021?", {"2021"}),
         ("Who won the 2023-24 title?", {"2023"}),
         ("In 1815, where did the regiment march?", {"1815"}),
         ("What changed before 1900?", set()),  # a bound: another year may answer it
