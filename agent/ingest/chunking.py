@@ -212,7 +212,7 @@ def chunk_faq(paragraphs: list[Paragraph], settings: Settings) -> list[ChunkDraf
     units: list[list[Paragraph]] = []
     heading: list[Paragraph] = []
     for p in paragraphs:
-        if p.text in (p.section, p.chapter) and (p.section is None or p.text == p.section):
+        if p.text == (p.chapter if p.section is None else p.section):  # a heading
             heading.append(p)
             continue
         for piece in _INLINE_QUESTION.split(p.text):

@@ -101,11 +101,8 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
     ``known`` texts (the passages shown, the question): a small model's invention around a
     right passage. Returns the text and how many sentences were dropped; nothing is dropped
     when every sentence would be (the caller decides what an empty answer means)."""
-    texts = list(known)
-    vocabulary = _vocabulary(texts)
-    names = set().union(*(names_in(t) for t in texts))
-    sentences = answer_sentences(answer.strip())
-    kept = [s for s in sentences if not anchors(_uncited(s), names) - vocabulary]
+    sentences = _invented_sentences(answer, known)
+    kept = [s for s, invented in sentences if not invented]
     if not kept or len(kept) == len(sentences):
         return answer, 0
     return "".join(kept).strip(), len(sentences) - len(kept)
@@ -114,11 +111,20 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
 def all_invented(answer: str, known: Iterable[str]) -> bool:
     """Whether every sentence of ``answer`` states a name or number found in none of the
     ``known`` texts (what :func:`without_invented_claims` leaves as it is)."""
+    sentences = [(s, invented) for s, invented in _invented_sentences(answer, known) if s.strip()]
+    return bool(sentences) and all(invented for _, invented in sentences)
+
+
+def _invented_sentences(answer: str, known: Iterable[str]) -> list[tuple[str, bool]]:
+    """Each sentence of ``answer`` with whether it states a name or number found in none of
+    the ``known`` texts."""
     texts = list(known)
     vocabulary = _vocabulary(texts)
     names = set().union(*(names_in(t) for t in texts))
-    sentences = [s for s in answer_sentences(answer.strip()) if s.strip()]
-    return bool(sentences) and all(anchors(_uncited(s), names) - vocabulary for s in sentences)
+    return [
+        (s, bool(anchors(_uncited(s), names) - vocabulary))
+        for s in answer_sentences(answer.strip())
+    ]
 
 
 def _uncited(sentence: str) -> str:

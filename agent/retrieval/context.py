@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from agent.db.chunks import ChunkRecord
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import format_source, unique
 from agent.retrieval.types import RetrievedChunk
@@ -82,7 +83,11 @@ def window_size(parent_chars: int, max_chars: int, chunks: int) -> int:
 def surroundings(chunk: RetrievedChunk, window: int) -> str:
     """The child's paragraph within ``window`` characters of its parent (itself when it has
     no parent): what a question-focused passage picks its sentences from."""
-    record = chunk.record
+    return record_surroundings(chunk.record, window)
+
+
+def record_surroundings(record: ChunkRecord, window: int) -> str:
+    """:func:`surroundings` of a chunk as stored (its ``parent_text`` read)."""
     if not record.parent_text:
         return record.text
     return parent_window(record.parent_text, record.text, max(window, len(record.text)))

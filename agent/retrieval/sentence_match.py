@@ -20,7 +20,7 @@ import numpy as np
 
 from agent.db.chunks import ChunkRecord, with_parent_texts
 from agent.ingest.sentences import split_sentences
-from agent.retrieval.context import parent_window
+from agent.retrieval.context import record_surroundings
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
 
@@ -75,9 +75,7 @@ async def sentence_matches(
     if not head:
         return [], None
     read = await reads.read(lambda conn: with_parent_texts(conn, [records[c] for c in head]))
-    texts = [
-        parent_window(r.parent_text, r.text, window) if r.parent_text else r.text for r in read
-    ]
+    texts = [record_surroundings(r, window) for r in read]
     near = await asyncio.to_thread(best_sentence_similarity, embed, vectors, texts)
     ranked = sorted(zip(head, near, strict=True), key=lambda pair: -pair[1])
     return [(cid, sim) for cid, sim in ranked if sim >= threshold], max(near)
