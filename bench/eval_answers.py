@@ -159,6 +159,7 @@ async def _answer_rag(graph, context, item: Item, system: str = "rag") -> Questi
         )
     state = got["state"]
     route = str(state.get("route") or "unknown")
+    retrieved = list(state.get("retrieved") or []) if state.get("relevant") else []
     tokens = got["tokens_in"] + got["tokens_out"] or int(state.get("tokens_used") or 0)
     return score(
         item,
@@ -170,6 +171,7 @@ async def _answer_rag(graph, context, item: Item, system: str = "rag") -> Questi
         citations=list(state.get("citations") or []),
         seconds=got["total"],
         tokens=tokens,
+        shown=[str(p.get("context_text") or p.get("text") or "") for p in retrieved] or None,
     )
 
 

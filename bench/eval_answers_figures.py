@@ -28,6 +28,8 @@ class RouteFigures:
     latency_p50_s: float | None
     latency_mean_s: float | None
     tokens_mean: float | None
+    answer_in_context: float | None = None
+    """Of the answerable questions given passages, the share whose passages held an answer."""
     route_matches: int | None = None
     """Of the ``expected_routes`` questions that name a route, how many the graph took."""
     expected_routes: int = 0
@@ -87,6 +89,10 @@ def route_figures(system: str, route: str, rows: list[QuestionResult]) -> RouteF
         latency_p50_s=round(percentile(seconds, 50), 3) if seconds else None,
         latency_mean_s=round(mean(seconds), 3) if seconds else None,
         tokens_mean=round(mean([float(r.tokens) for r in rows]), 1) if rows else None,
+        answer_in_context=_ratio(
+            sum(bool(r.in_context) for r in answerable),
+            sum(r.in_context is not None for r in answerable),
+        ),
         route_matches=(
             sum(r.route == r.expected_route for r in expected)
             if expected and system != "baseline"

@@ -115,6 +115,10 @@ class QuestionResult:
     cited_supporting: int
     seconds: float
     tokens: int
+    in_context: bool | None = None
+    """Whether a passage the model read held an acceptable answer (answerable questions on
+    a retrieval path; ``None`` otherwise): a miss with it is the model's, without it the
+    retrieval's."""
 
 
 def score(
@@ -128,8 +132,10 @@ def score(
     citations: list[dict],
     seconds: float,
     tokens: int,
+    shown: list[str] | None = None,
 ) -> QuestionResult:
-    """Score one answer (see the module docs)."""
+    """Score one answer (see the module docs); ``shown`` is the text of each passage the
+    model read (``None``: none was retrieved)."""
     refused = is_refusal(answer, model_used)
     ids = cited_ids(answer)
     keys = {_norm_id(k) for k in chunk_map}
@@ -152,4 +158,9 @@ def score(
         cited_supporting=0 if item.unanswerable else len(supporting),
         seconds=round(seconds, 3),
         tokens=tokens,
+        in_context=(
+            None
+            if item.unanswerable or shown is None
+            else any(contains_match(t, item.answers) for t in shown)
+        ),
     )

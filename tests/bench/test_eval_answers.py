@@ -34,6 +34,20 @@ def test_metrics_by_hand():
     assert not is_refusal("He wasn't given a new contract, so he left for Gillingham.")
 
 
+def test_answer_in_context_tells_a_reading_miss_from_a_retrieval_miss():
+    from bench.eval_answers_data import Item
+    from bench.eval_answers_scoring import score
+
+    item = Item(question="Who is Alice's cat?", answers=["Dinah"], documents=[])
+    common = dict(system="rag", route="hybrid", model_used="local", chunk_map={}, citations=[])
+    shown = ["Alice had a cat called Dinah.", "The Rabbit ran."]
+    read_wrong = score(item, answer="The Rabbit.", shown=shown, seconds=1, tokens=1, **common)
+    assert read_wrong.in_context is True and not read_wrong.match
+    missed = score(item, answer="The Rabbit.", shown=shown[1:], seconds=1, tokens=1, **common)
+    assert missed.in_context is False
+    assert score(item, answer="x", shown=None, seconds=1, tokens=1, **common).in_context is None
+
+
 def test_dataset_loads_and_resolves_documents():
     items = load_dataset(DATASET)
     assert len(items) >= 60 and sum(i.unanswerable for i in items) >= 10
@@ -60,6 +74,7 @@ async def test_eval_answers_extractive(services, tmp_path):
     assert total.questions == len(chosen) and total.unanswerable == 1
     assert total.citation_validity == 1.0  # the citation guard
     assert total.accuracy is not None and total.latency_p50_s > 0
+    assert total.answer_in_context is not None  # Alice's passages were read
     assert report.row("baseline", "all").questions == len(chosen) and baseline
     assert len(report.questions) == 2 * len(chosen)
     assert report.documents[0]["chunks"] > 0
