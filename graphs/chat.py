@@ -9,6 +9,8 @@
                    -> web_search  -> save          (an explicit web request, key set)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
                                -> not_covered -> save   (relevance gate: nothing relevant)
+                               -> unanswered  -> save   (Path A: the passages name no year or
+                                                         version the question is about)
                                -> web_search  -> save   (nothing relevant for a fresh-facts
                                                          question, key set: documents first)
                                -> decide <-> call_tool  (Path A with tool selection, seed 003:
@@ -48,6 +50,8 @@ from agent.chat.cited_answer import (
     not_covered_answer,
     not_covered_messages,
     remember_exchange,
+    unanswered_answer,
+    unanswered_reason,
 )
 from agent.chat.finished_turn import (
     save_answered_turn,
@@ -199,15 +203,21 @@ async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     )
 
 
-def relevance_gate(state: ChatState) -> Literal["decide", "generate", "not_covered", "web_search"]:
+def relevance_gate(
+    state: ChatState,
+) -> Literal["decide", "generate", "not_covered", "unanswered", "web_search"]:
     """A fresh-facts question the documents miss goes to the web (when configured); Path A
-    with tool selection goes on to the tool decision; otherwise answer from the documents
-    only when retrieval found something above the relevance floor."""
+    with tool selection goes on to the tool decision (a search may still find the year);
+    passages naming none of the years or versions asked about answer "not found" with no
+    model call; otherwise answer from the documents only when retrieval found something
+    above the relevance floor."""
     if route_record.falls_back_to_web(state):
         return "web_search"
     if state["route"] == "hybrid" and state.get("tools_enabled"):
         return "decide"
-    return "generate" if state.get("relevant") else "not_covered"
+    if not state.get("relevant"):
+        return "not_covered"
+    return "unanswered" if state.get("unheld_pins") else "generate"
 
 
 async def decide(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -243,6 +253,12 @@ async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
         runtime, state, not_covered_messages(settings, state), settings.temperature_general
     )
     return answer_update(not_covered_answer(reply.text, state, tokens=reply.tokens))
+
+
+async def unanswered(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """The passages touch on the question but name none of the years or versions it is
+    about: the plain "not found" reply, written without the model."""
+    return {**answer_update(unanswered_answer(state)), "route_reason": unanswered_reason(state)}
 
 
 async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
@@ -320,6 +336,7 @@ def build_graph():
         call_tool,
         generate,
         not_covered,
+        unanswered,
         save,
     ):
         name = node.__name__
@@ -333,7 +350,7 @@ def build_graph():
     builder.add_conditional_edges("decide", after_decide)
     builder.add_edge("call_tool", "decide")
     builder.add_conditional_edges("refuse", after_refusal)
-    for node in ("direct", "general", "web_search", "generate", "not_covered"):
+    for node in ("direct", "general", "web_search", "generate", "not_covered", "unanswered"):
         builder.add_edge(node, "save")
     builder.add_edge("save", END)
     return builder

@@ -64,6 +64,9 @@ class ChatState(InputState, total=False):
     """The ``since``/``until`` window the turn searched in (ISO bounds; ``None``: open)."""
     relevant: bool
     """Whether retrieval found passages above the relevance floor."""
+    unheld_pins: list[str]
+    """Years or versions the question is about that none of its passages names (Path A):
+    the passages touch on it but cannot answer it, so no model is asked."""
     persona: str
     tools_enabled: bool
     decision: dict

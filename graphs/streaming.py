@@ -21,11 +21,23 @@ STREAMED_NODES = frozenset({"generate", "general", "overview", "chapter", "web_s
 """Nodes whose model output is the answer (shown as it streams, before the citation guard)."""
 
 ANSWER_NODES = frozenset(
-    {"direct", "general", "overview", "chapter", "web_search", "generate", "not_covered", "refuse"}
+    {
+        "direct",
+        "general",
+        "overview",
+        "chapter",
+        "web_search",
+        "generate",
+        "not_covered",
+        "unanswered",
+        "refuse",
+    }
 )
 """Nodes that write a turn's answer; the last of them to run names the path that answered."""
 
-ANSWERED_NODES = frozenset({"direct", "general", "web_search", "generate", "not_covered"})
+ANSWERED_NODES = frozenset(
+    {"direct", "general", "web_search", "generate", "not_covered", "unanswered"}
+)
 """Nodes after which only ``save`` runs: a turn's time limit ends with them."""
 
 

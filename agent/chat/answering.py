@@ -27,7 +27,7 @@ from agent.retrieval.citations import (
     unknown_citations,
 )
 from agent.retrieval.echoes import without_example_echoes
-from agent.retrieval.pinned_figures import pin_unheld
+from agent.retrieval.pinned_figures import passage_texts, pin_unheld
 from agent.retrieval.pointers import (
     says_nothing_new,
     without_absence_citations,
@@ -173,7 +173,7 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        if question and pin_unheld(question, _passage_texts(retrieved)):
+        if question and pin_unheld(question, passage_texts(retrieved)):
             text = prompts.NOT_ANSWERED  # what it gives is another year's or release's
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
@@ -190,15 +190,6 @@ def finish_grounded(
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
         citations_removed=removed,
     )
-
-
-def _passage_texts(retrieved: list[dict]) -> list[str]:
-    """Each passage's text as shown and in full, with its document's name (a report's
-    year is often only in its title)."""
-    return [
-        " ".join(filter(None, (c.get("source"), c.get("context_text"), c.get("text"))))
-        for c in retrieved
-    ]
 
 
 def _answers_nothing(text: str, question: str) -> bool:

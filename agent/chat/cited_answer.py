@@ -173,6 +173,28 @@ def finish_cited_answer(
     return show_conflicts(answer, conflicts, retrieved)
 
 
+def unanswered_answer(state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANGES) -> Answer:
+    """The plain "not found" reply for passages that touch on the question but name none of
+    the years or versions it is about (``unheld_pins``), with those passages as sources; a
+    follow-up then starts afresh (no exchange to continue)."""
+    exchanges.forget(state["chat_id"])
+    retrieved = _evidence(state)[1]
+    return Answer(
+        text=prompts.NOT_ANSWERED,
+        route=state["route"],
+        model_used="pinned_figure_check",
+        sources=list(dict.fromkeys(c["source"] for c in retrieved if c.get("source"))),
+        chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
+        retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
+    )
+
+
+def unanswered_reason(state: Mapping[str, Any]) -> str:
+    """The route's reason, with the pins no passage names."""
+    pins = ", ".join(state.get("unheld_pins") or [])
+    return f"{state.get('route_reason') or ''}; it asks about {pins}, which no passage names"
+
+
 def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[BaseMessage]:
     """Messages for a brief general answer to a question the documents do not cover."""
     known = guidance(state)

@@ -29,6 +29,7 @@ from agent.db.scope import SearchScope
 from agent.memory.conversation import ChatMemory, looks_like_follow_up, standalone_question
 from agent.memory.previous_discussion import previous_discussion, previous_discussion_block
 from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
+from agent.retrieval.pinned_figures import passage_texts, unheld_pins
 from agent.retrieval.search import SearchOptions, embed_question
 from agent.retrieval.time_window import scope_window
 from agent.retrieval.types import RetrievedChunk, chunk_payload
@@ -130,7 +131,10 @@ async def retrieve_context(
     """Search the three context sources for the turn's question and build its context.
 
     ``model`` (named by ``spec``) makes a follow-up standalone and expands the query;
-    ``top_k`` overrides the number of passages."""
+    ``top_k`` overrides the number of passages. On Path A a fresh question about a year or
+    a version that none of the passages names has those pins in ``unheld_pins``: it is
+    answered "not found" without a model call (a continued follow-up keeps its earlier
+    passages too, so its answer is checked after generation instead)."""
     settings = services.settings
     mode = search_mode(state)
     memory = _chat_memory(state)
@@ -176,6 +180,14 @@ async def retrieve_context(
         metrics["question_numbers"] = {"asked": numbers, "found": [q.number for q, _ in asked]}
     conflicts = [c.as_dict() for c in found.conflicts]
     metrics["conflicts"] = conflicts
+    payloads = _payloads(settings, asked, openings, found)
+    pins = (
+        unheld_pins(state["question"], passage_texts(payloads))
+        if state["route"] == "hybrid" and relevant and not follows_on(state)
+        else []
+    )
+    if pins:
+        metrics["unheld_pins"] = pins
     if scope.created_after is not None or scope.created_before is not None:
         metrics["time_window"] = scope_window(scope)
     return {
@@ -188,7 +200,8 @@ async def retrieve_context(
         "context": "\n\n".join(
             p for p in (question_context(asked), opening_context(openings), found.context.text) if p
         ),
-        "retrieved": _payloads(settings, asked, openings, found),
+        "retrieved": payloads,
+        "unheld_pins": pins,
     }
 
 

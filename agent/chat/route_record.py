@@ -9,7 +9,8 @@ Confidence is deliberately simple:
   one is at least :data:`CONFIDENT_MARGIN` above it; or the book's stored summary answered.
 * ``medium``: passages passed the threshold narrowly, or only the low-threshold fallback
   found them; the table-of-contents fallback of Path B; an answer from web results.
-* ``low``: nothing relevant was found (the documents do not cover the question), or the web
+* ``low``: nothing relevant was found (the documents do not cover the question), the
+  passages found name none of the years or versions the question is about, or the web
   answer cited none of its results.
 * ``n/a``: fixed replies and small talk, refusals, and a web search that could not run.
 
@@ -82,6 +83,8 @@ def answer_confidence(state: Mapping[str, Any]) -> str:
     route, model_used = state.get("route"), state.get("model_used")
     if route in NO_CONFIDENCE or model_used in ("direct_response", "monthly_limit"):
         return "n/a"
+    if state.get("unheld_pins"):
+        return "low"
     if route == "web_search":
         if not state.get("web_results") and model_used == "no_context_response":
             return "n/a"  # not configured, or the search failed

@@ -20,7 +20,7 @@ passage's document, as a number of its own ("2023" in "2023-24", "12/03/2023" or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 _YEAR = re.compile(r"(?<![\d.,£$€])(1[5-9]\d\d|20\d\d)(?!\d|[.,]\d)")
 # the words before a year the question is about ("in 2023", "the 2023 season", "FY2023")
@@ -64,12 +64,27 @@ def _version_named(version: str, text: str) -> bool:
     return re.search(rf"\b(?:v|version\s+|release\s+){number}(?![\d]|\.\d)", text, re.I) is not None
 
 
-def pin_unheld(question: str, passages: Iterable[str]) -> bool:
-    """Whether ``question`` is about a year or a version (:func:`pinned_years`,
-    :func:`pinned_versions`) that no passage names."""
+def unheld_pins(question: str, passages: Iterable[str]) -> list[str]:
+    """The years and versions ``question`` is about (:func:`pinned_years`,
+    :func:`pinned_versions`) that no passage names, sorted."""
     pins = [(y, _year_named) for y in pinned_years(question)]
     pins += [(v, _version_named) for v in pinned_versions(question)]
     if not pins:
-        return False
+        return []
     texts = list(passages)
-    return any(not any(named(pin, text) for text in texts) for pin, named in pins)
+    return sorted(pin for pin, named in pins if not any(named(pin, text) for text in texts))
+
+
+def pin_unheld(question: str, passages: Iterable[str]) -> bool:
+    """Whether ``question`` is about a year or a version that no passage names."""
+    return bool(unheld_pins(question, passages))
+
+
+def passage_texts(payloads: Iterable[Mapping]) -> list[str]:
+    """Each passage payload (:func:`agent.retrieval.types.chunk_payload`) as the text a pin
+    may stand in: its label (a report's year is often only in its document's title), the
+    text the model read and the chunk's whole text."""
+    return [
+        " ".join(filter(None, (p.get("source"), p.get("context_text"), p.get("text"))))
+        for p in payloads
+    ]
