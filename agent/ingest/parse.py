@@ -60,6 +60,15 @@ _GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG.*$", 
 _CHAPTER = re.compile(
     r"^\s*(?:CHAPTER|Chapter|BOOK|Book|PART|Part)\s+(?:[IVXLCDM]+|\d+|[A-Z][a-z]+)\b[.:]?\]?\s*(.*)$"
 )
+# a book's parts outside its chapters, as a heading line of their own ("PREFACE.",
+# "Introduction", "AUTHOR'S NOTE", "Appendix II"): their passages are labelled with it, so
+# an editor's preface is not read as the story
+_FRONT_MATTER = re.compile(
+    r"^(?:(?:the\s+)?(?:author|translator|editor|publisher)[’']?s[’']?\s+)?"
+    r"(?:preface|introduction|foreword|prologue|epilogue|afterword|postscript|appendix|note)"
+    r"(?:\s+(?:[IVXLCDM]+|\d+))?[.:]?$",
+    re.I,
+)
 _ILLUSTRATION = re.compile(r"^\[(?:Illustration|Copyright)[^\]]*\]*$", re.S)
 _BY_LINE = re.compile(r"^by\s+(.{3,80})$", re.I)
 
@@ -133,10 +142,14 @@ def _strip_gutenberg(text: str) -> str:
 
 
 def _chapter_heading(block: str) -> str | None:
-    """A chapter title if ``block`` is a one- or two-line chapter heading (not a ToC)."""
+    """A chapter title if ``block`` is a one- or two-line chapter heading (not a ToC), or a
+    line of its own naming a part outside the chapters (a preface, an appendix), set in
+    capitals or title case."""
     lines = [ln.strip() for ln in block.strip().splitlines() if ln.strip()]
     if not lines or len(lines) > 2 or len(" ".join(lines)) > 120:
         return None
+    if len(lines) == 1 and lines[0][0].isupper() and _FRONT_MATTER.match(lines[0]):
+        return lines[0].rstrip(".:")
     if not _CHAPTER.match(lines[0]):
         return None
     return " ".join(ln.rstrip("]").strip() for ln in lines)

@@ -129,3 +129,18 @@ def test_a_faq_heading_opens_the_next_pair_not_the_answer_before_it():
         "Help\nShipping\nHow long does delivery take?\nThree days.",
         "Returns\nCan I return an item?\nYes, within 30 days.",
     ]
+
+
+def test_a_books_preface_and_appendix_label_their_paragraphs_in_plain_text():
+    book = (
+        "PREFACE.\n\nThis edition follows the first printing, said the editor.\n\n"
+        "CHAPTER I.\n\nIt was a bright cold day.\n\n"
+        "Appendix II\n\nA table of the family's income.\n\n"
+        "Note\n\nA line that says only Note is a heading too.\n\n"
+        "introduction\n\nA heading set in lower case is only a paragraph.\n"
+    )
+    chapters = [(p.chapter, p.text) for p in parse_bytes(book.encode(), "book.txt").paragraphs]
+    assert chapters[0] == ("PREFACE", "This edition follows the first printing, said the editor.")
+    assert chapters[1] == ("CHAPTER I.", "It was a bright cold day.")
+    assert chapters[2][0] == "Appendix II" and chapters[3][0] == "Note"
+    assert ("Note", "introduction") in chapters  # not a heading: a paragraph of the last part
