@@ -36,6 +36,7 @@ from agent.retrieval.pointers import (
     without_prompt_openers,
 )
 from agent.retrieval.quotes import pointed_sentence
+from agent.retrieval.repeats import without_repeated_sentences
 
 
 @dataclass
@@ -138,6 +139,7 @@ def finish_grounded(
     """Guard the citations of a generated answer and collect citations and sources.
 
     ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+    A sentence said twice keeps its first copy only (:func:`without_repeated_sentences`).
     With the ``question``, sentences copied from the worked examples go first (an answer
     made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
     then those stating a name or number that neither it nor any passage holds
@@ -161,6 +163,7 @@ def finish_grounded(
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
     removed = unknown_citations(raw, (c.citation_id for c in citable))
+    raw = without_repeated_sentences(raw)  # a looping model's second copy says nothing new
     if question is not None and citable:
         shown = [question, *(c.text for c in citable)]
         raw = without_example_echoes(raw, shown) or prompts.NOT_ANSWERED
