@@ -94,6 +94,7 @@ QUESTIONS: dict[str, list[str]] = {
     "follow_up": ["What does Alice say about her?"],
     "deep_reasoning": ["Why does Alice keep changing size, and how does it affect her?"],
     "not_covered": ["What is the capital of Peru?"],
+    "unanswered": ["What did the Queen of Hearts decree in 1871?"],
     "web_search": ["What is the latest news about Alice in Wonderland adaptations?"],
 }
 """Questions per path, in the order they are asked (``web_search`` only when configured)."""
@@ -113,6 +114,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "follow_up": ("hybrid", "generate"),
     "deep_reasoning": ("deep_reasoning", "generate"),
     "not_covered": ("hybrid", "not_covered"),
+    "unanswered": ("hybrid", "unanswered"),
     "web_search": ("web_search", "web_search"),
 }
 """Per path: the route the router should pick (``state["route"]``) and the node that answers."""
