@@ -14,7 +14,9 @@ Only a year the question is *about* counts: "in 2023", "during early 2023", "in 
 dotted thrice ("2.8.0"), after a "v" ("v2", "v2.1") or after "version"/"release"
 ("version 4"). A pin counts as named when it stands in a passage, or in the title of the
 passage's document, as a number of its own ("2023" in "2023-24", "12/03/2023" or
-"FY2023"; "v2" as "v2", "V2" or "version 2"), not inside a longer one.
+"FY2023"; "v2" as "v2", "V2" or "version 2"), not inside a longer one, or inside a span of
+years written short ("2004" in "the 2003–04 season": "in February 2004" over a passage
+telling of "February of that season").
 """
 
 from __future__ import annotations
@@ -53,8 +55,22 @@ def pinned_versions(question: str) -> set[str]:
     return {m.group(1) for m in (*_DOTTED.finditer(question), *_NUMBERED.finditer(question))}
 
 
+# a span of years with its end cut to two digits ("the 2003–04 season", "1914-18"); a date
+# ("2003-04-15") is none
+_SPAN = re.compile(r"(?<![\d.,])(1[5-9]|20)(\d\d)\s*[-–—/]\s*(\d\d)(?![\d]|[-/.]\d)")
+
+
 def _year_named(year: str, text: str) -> bool:
-    return re.search(rf"(?<!\d){year}(?!\d)", text) is not None
+    """Whether ``text`` names ``year`` as a number of its own, or inside a span of years
+    written short ("2003–04" names 2003 and 2004)."""
+    if re.search(rf"(?<!\d){year}(?!\d)", text):
+        return True
+    wanted = int(year)
+    for m in _SPAN.finditer(text):
+        start, end = int(m.group(1) + m.group(2)), int(m.group(1) + m.group(3))
+        if start < end and start <= wanted <= end:
+            return True
+    return False
 
 
 def _version_named(version: str, text: str) -> bool:

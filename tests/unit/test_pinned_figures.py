@@ -96,3 +96,12 @@ def test_a_version_is_named_as_itself_or_spelled_out():
     assert not pin_unheld("When was 2.8.0 released?", ["## [2.8.0] - 2025-05-01"])
     assert pin_unheld("When is API v2 due?", ["The v1 API stays.", "v21 of the app"])
     assert not pin_unheld("When is API v2 due?", ["Version 2 of the API ships in Q4."])
+
+
+def test_a_span_of_years_written_short_names_each_year_in_it():
+    question = "What did Roberts have removed from his arm in February 2004?"
+    season = "The 2003–04 season would be his last. In February of that season he had a scare."
+    assert not pin_unheld(question, [season])
+    assert not pin_unheld("Who won in 1916?", ["The war of 1914-18 stopped the league."])
+    assert pin_unheld(question, ["The 2001–02 season saw the team reach the final."])
+    assert pin_unheld(question, ["Signed on 2003-04-15, he left that summer."])  # a date
