@@ -31,6 +31,7 @@ from agent.chat.follow_up import (
     scope_key,
 )
 from agent.config import Settings
+from agent.retrieval.citations import unique
 
 
 def _deep(state: Mapping[str, Any]) -> bool:
@@ -183,7 +184,7 @@ def unanswered_answer(state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANG
         text=prompts.NOT_ANSWERED,
         route=state["route"],
         model_used="pinned_figure_check",
-        sources=list(dict.fromkeys(c["source"] for c in retrieved if c.get("source"))),
+        sources=unique(c["source"] for c in retrieved if c.get("source")),
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
     )

@@ -142,6 +142,7 @@ async def retrieve_context(
     query = await standalone_question(model, state["question"], memory, rewrite=rewrite)
     chat_id = uuid.UUID(state["chat_id"])
     numbers = question_numbers(state["question"])
+    continuing = follows_on(state)
     # embedded once for the documents and the earlier discussions
     vector = await embed_question(services, query)
     found, past, questions = await asyncio.gather(
@@ -149,7 +150,7 @@ async def retrieve_context(
             services,
             scope,
             query,
-            _search_options(settings, spec, mode, top_k, continuing=follows_on(state)),
+            _search_options(settings, spec, mode, top_k, continuing=continuing),
             max_chars=settings.context_budget(spec, mode),
             model=model,
             query_vector=vector,
@@ -183,7 +184,7 @@ async def retrieve_context(
     payloads = _payloads(settings, asked, openings, found)
     pins = (
         unheld_pins(state["question"], passage_texts(payloads))
-        if state["route"] == "hybrid" and relevant and not follows_on(state)
+        if state["route"] == "hybrid" and relevant and not continuing
         else []
     )
     if pins:

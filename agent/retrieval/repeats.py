@@ -27,12 +27,13 @@ def _said(sentence: str) -> tuple[str, ...]:
 def without_repeated_sentences(answer: str) -> str:
     """``answer`` with each sentence that repeats an earlier one word for word (its
     citations, case and punctuation aside) left out; unchanged when none does."""
+    sentences = answer_sentences(answer)
     seen: set[tuple[str, ...]] = set()
     kept: list[str] = []
-    for sentence in answer_sentences(answer):
+    for sentence in sentences:
         words = _said(sentence)
         if len(words) >= MIN_WORDS and words in seen:
             continue
         seen.add(words)
         kept.append(sentence)
-    return "".join(kept).rstrip() if len(kept) < len(answer_sentences(answer)) else answer
+    return "".join(kept).rstrip() if len(kept) < len(sentences) else answer
