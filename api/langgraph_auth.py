@@ -29,8 +29,10 @@ from langgraph_sdk import Auth
 from agent.db.users import User, user_for_token
 from agent.library.accounts import resolve_user
 from agent.services import get_services
+from api.inmem_thread_copies import mend_thread_copies
 
 auth = Auth()
+mend_thread_copies()  # this module is loaded by the server that runs the threads
 
 OWNER = "owner"
 """Metadata key naming the user (id) a thread, run or assistant belongs to."""

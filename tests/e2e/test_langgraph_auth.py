@@ -66,6 +66,25 @@ def test_requests_without_a_valid_token_are_refused(langgraph_server, headers):
         assert r.status_code in (401, 403), (path, r.status_code, r.text)
 
 
+def test_a_copy_of_a_thread_that_never_ran_can_be_read_and_run(langgraph_server, people):
+    """The in-memory runtime's copy of an empty thread answered every state read with 500
+    and failed every run (api/inmem_thread_copies.py)."""
+    headers = {"Authorization": f"Bearer {people['a'][1]}"}
+    with httpx.Client(base_url=langgraph_server, headers=headers, timeout=120) as http:
+        source = http.post("/threads", json={}).json()["thread_id"]
+        copied = http.post(f"/threads/{source}/copy")
+        assert copied.status_code == 200, copied.text
+        copy_id = copied.json()["thread_id"]
+        state = http.get(f"/threads/{copy_id}/state")
+        assert state.status_code == 200, state.text
+        assert state.json()["values"] == {}
+        body = {"assistant_id": "chat", "input": _ask("What does Ottoline graft?")}
+        ran = http.post(f"/threads/{copy_id}/runs/wait", json=body)
+        assert ran.status_code == 200, ran.text
+        assert "__error__" not in ran.json(), ran.text
+        assert http.get(f"/threads/{copy_id}/state").json()["values"]["messages"]
+
+
 async def test_threads_are_private_to_their_owner(langgraph_server, people):
     (_, token_a, _), (_, token_b, _) = people["a"], people["b"]
     alice, bob = _client(langgraph_server, token_a), _client(langgraph_server, token_b)
