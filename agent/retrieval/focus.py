@@ -94,6 +94,11 @@ def _kept(
     for i in chosen:
         for j in range(max(i - neighbours, 0), min(i + neighbours + 1, len(lengths))):
             distance[j] = min(distance.get(j, neighbours + 1), abs(j - i))
+    # a lone sentence between two nearer ones is what joins them (the reply two lines
+    # after a question, when a line of narration comes between): it goes no sooner than they
+    for j in list(distance):
+        if distance[j] > 1 and max(distance.get(j - 1, 2), distance.get(j + 1, 2)) <= 1:
+            distance[j] = 1
     if limit is not None:  # nearest first; after a best sentence before the one before it
         order = sorted(distance, key=lambda j: (distance[j], -j))
         total = 0

@@ -65,3 +65,29 @@ def test_a_reply_is_left_out_past_the_passage_limit():
         most=150,
     )["#chk_0000000d"]
     assert "Seven in favour" not in focused
+
+
+_GULLS = [
+    "The lighthouse stood on a grey rock.",
+    "Its keeper rowed out each week.",
+    "One evening the keeper asked why the gulls circled the lantern.",
+    "Nobody in the boat answered him at first.",
+    "Then Tamsin said it was the herring shoals under the light.",
+    "Above them the birds kept wheeling.",
+    "The lantern was lit at dusk, and the gulls circled it until dawn.",
+    "The boat turned for the harbour.",
+    "Supper was late that night.",
+]
+
+
+def test_a_lone_sentence_between_two_kept_runs_is_kept_with_them():
+    """The reply two lines after a question, a line of narration between: with the passage
+    at its limit it goes no sooner than the sentences either side of it."""
+    question = "Why did the gulls circle the lantern?"
+    most = sum(len(s) + 1 for s in _GULLS[1:8])
+    focused = focus_passages(
+        question, {"#chk_0000000e": " ".join(_GULLS)}, neighbours=2, most=most
+    )
+    text = focused["#chk_0000000e"]
+    assert "herring shoals" in text
+    assert _GULLS[0] not in text and _GULLS[8] not in text  # the farthest still go first
