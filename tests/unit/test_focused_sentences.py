@@ -85,9 +85,7 @@ def test_a_lone_sentence_between_two_kept_runs_is_kept_with_them():
     at its limit it goes no sooner than the sentences either side of it."""
     question = "Why did the gulls circle the lantern?"
     most = sum(len(s) + 1 for s in _GULLS[1:8])
-    focused = focus_passages(
-        question, {"#chk_0000000e": " ".join(_GULLS)}, neighbours=2, most=most
-    )
+    focused = focus_passages(question, {"#chk_0000000e": " ".join(_GULLS)}, neighbours=2, most=most)
     text = focused["#chk_0000000e"]
     assert "herring shoals" in text
     assert _GULLS[0] not in text and _GULLS[8] not in text  # the farthest still go first
