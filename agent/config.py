@@ -282,6 +282,11 @@ class Settings(BaseSettings):
     # reads it (agent.retrieval.focus; picked from the window of its parent around it)
     focus_context: bool = True
     drop_invented_claims: bool = True  # answer sentences naming what no passage holds
+    wider_search: bool = Field(
+        default=True,
+        description="Path A: when the first passages do not say the answer, search once more "
+        "past them and answer again before saying it was not found.",
+    )
     focus_sentences: int = Field(default=2, ge=1)
     focus_neighbours: int = Field(default=2, ge=0)
     # the most characters one focused passage keeps for the CPU model: its neighbours

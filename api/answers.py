@@ -35,7 +35,7 @@ from api.deps import time_window
 from api.errors import ApiError
 from graphs.checkpoint import open_checkpointer
 from graphs.context import Context
-from graphs.streaming import ANSWERED_NODES, stream_turn
+from graphs.streaming import answered, stream_turn
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ async def _graph_run(services: Services, turn: Turn) -> AsyncIterator[tuple[str,
                 raise
             if event.kind == "node" and event.node in ("route", "save"):
                 yield "started" if event.node == "route" else "saved", event.state
-            elif event.kind == "node" and event.node in ANSWERED_NODES:
+            elif event.kind == "node" and answered(event.node, event.state):
                 deadline = None
             elif event.kind == "token":
                 yield "token", event.text

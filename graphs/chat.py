@@ -8,6 +8,8 @@
                                   -> retrieve       several or none fit: the chapters listed)
                    -> web_search  -> save          (an explicit web request, key set)
                    -> retrieve -> generate    -> save   (Path A investigator / Path C deep)
+                                  -> search_further -> answer_again -> save  (Path A:
+                                       nothing asked for was said; once more past them)
                                -> not_covered -> save   (relevance gate: nothing relevant)
                                -> unanswered  -> save   (Path A: the passages name no year or
                                                          version the question is about)
@@ -67,6 +69,7 @@ from agent.chat.tool_selection import ANSWER_NOW, next_step, tool_calls_left
 from agent.chat.turn import last_question, start_turn, turn_scope
 from agent.chat.turn_log import turn_error
 from agent.chat.web import find_on_web, web_answer, web_prompt
+from agent.chat.wider_search import search_wider, wants_wider_search
 from agent.db.scope import SearchScope
 from agent.services import get_services
 from graphs.context import Context
@@ -263,9 +266,43 @@ async def unanswered(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Answer from the context with inline ``#chk_`` citations (and ``#web_N`` when a web
-    search ran), then guard them."""
+    search ran), then guard them; a Path A answer that says nothing asked for is marked
+    for a wider search (``wider_search="wanted"``)."""
+    update = await _answer_from_context(state, runtime)
+    if wants_wider_search((await get_services()).settings, {**state, **update}):
+        update["wider_search"] = "wanted"
+    return update
+
+
+def after_generate(state: ChatState) -> Literal["search_further", "save"]:
+    """Search once more past the passages, or save the answer."""
+    return "search_further" if state.get("wider_search") == "wanted" else "save"
+
+
+async def search_further(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """Search again past the passages the first answer was written from."""
+    services = await get_services()
+    settings = services.settings
+    model, spec = await load_model(runtime, settings, 0.0, answer_model(settings, state))
+    top_k = (runtime.context or Context()).top_k
+    return await search_wider(
+        services, state, model=model, spec=spec, scope=_scope(state, runtime), top_k=top_k
+    )
+
+
+def after_search_further(state: ChatState) -> Literal["answer_again", "save"]:
+    """Answer from the new passages, or keep the first reply when none were found."""
+    return "answer_again" if state.get("wider_search") == "found" else "save"
+
+
+async def answer_again(state: ChatState, runtime: Runtime[Context]) -> dict:
+    """The answer from the wider search's passages (not streamed: it replaces the first)."""
+    return await _answer_from_context(state, runtime, fresh=True)
+
+
+async def _answer_from_context(state: ChatState, runtime: Runtime[Context], fresh=False) -> dict:
     settings = (await get_services()).settings
-    prompt = answer_prompt(settings, state)  # a follow-up continues the last exchange
+    prompt = answer_prompt(settings, state, fresh=fresh)  # a follow-up continues the last
     reply = await stream_reply(
         runtime,
         state,
@@ -335,6 +372,8 @@ def build_graph():
         decide,
         call_tool,
         generate,
+        search_further,
+        answer_again,
         not_covered,
         unanswered,
         save,
@@ -350,7 +389,9 @@ def build_graph():
     builder.add_conditional_edges("decide", after_decide)
     builder.add_edge("call_tool", "decide")
     builder.add_conditional_edges("refuse", after_refusal)
-    for node in ("direct", "general", "web_search", "generate", "not_covered", "unanswered"):
+    builder.add_conditional_edges("generate", after_generate)
+    builder.add_conditional_edges("search_further", after_search_further)
+    for node in ("direct", "general", "web_search", "answer_again", "not_covered", "unanswered"):
         builder.add_edge(node, "save")
     builder.add_edge("save", END)
     return builder

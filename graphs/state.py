@@ -67,6 +67,11 @@ class ChatState(InputState, total=False):
     unheld_pins: list[str]
     """Years or versions the question is about that none of its passages names (Path A):
     the passages touch on it but cannot answer it, so no model is asked."""
+    shown_passages: list[str]
+    """The passages the turn's context shows (parent chunk ids, or a chunk's own)."""
+    wider_search: str
+    """``found`` or ``nothing``: what a second search past ``shown_passages`` brought after
+    the first passages did not say the answer (:mod:`agent.chat.wider_search`)."""
     persona: str
     tools_enabled: bool
     decision: dict

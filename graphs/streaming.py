@@ -28,6 +28,7 @@ ANSWER_NODES = frozenset(
         "chapter",
         "web_search",
         "generate",
+        "answer_again",
         "not_covered",
         "unanswered",
         "refuse",
@@ -36,9 +37,16 @@ ANSWER_NODES = frozenset(
 """Nodes that write a turn's answer; the last of them to run names the path that answered."""
 
 ANSWERED_NODES = frozenset(
-    {"direct", "general", "web_search", "generate", "not_covered", "unanswered"}
+    {"direct", "general", "web_search", "generate", "answer_again", "not_covered", "unanswered"}
 )
-"""Nodes after which only ``save`` runs: a turn's time limit ends with them."""
+"""Nodes after which only ``save`` runs: a turn's time limit ends with them, unless the
+update says more follows (:func:`answered`)."""
+
+
+def answered(node: str, update: dict[str, Any]) -> bool:
+    """Whether only ``save`` runs after ``node`` returned ``update``: a ``generate`` marked for
+    a wider search (``wider_search="wanted"``) is followed by another search and answer."""
+    return node in ANSWERED_NODES and update.get("wider_search") != "wanted"
 
 
 @dataclass(frozen=True)

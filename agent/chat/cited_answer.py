@@ -84,12 +84,16 @@ class AnswerPrompt:
 
 
 def answer_prompt(
-    settings: Settings, state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANGES
+    settings: Settings,
+    state: Mapping[str, Any],
+    exchanges: ExchangeLog = EXCHANGES,
+    *,
+    fresh: bool = False,
 ) -> AnswerPrompt:
     """The answering prompt: a follow-up continues the chat's last grounded exchange when
-    it can (the model's cache then holds all but the new question), else
-    :func:`cited_answer_messages`."""
-    previous = exchanges.last(state["chat_id"]) if can_continue(state) else None
+    it can (the model's cache then holds all but the new question), else (or ``fresh``:
+    a second answer, not to be read beside the first) :func:`cited_answer_messages`."""
+    previous = exchanges.last(state["chat_id"]) if can_continue(state) and not fresh else None
     if previous is not None:
         continued = continue_exchange(previous, state, settings.follow_up_max_chars)
         if continued is not None:

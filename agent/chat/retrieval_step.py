@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +31,7 @@ from agent.memory.conversation import ChatMemory, looks_like_follow_up, standalo
 from agent.memory.previous_discussion import previous_discussion, previous_discussion_block
 from agent.retrieval.knowledge import KnowledgeSearch, knowledge_search
 from agent.retrieval.pinned_figures import passage_texts, unheld_pins
+from agent.retrieval.ranking import passage_of
 from agent.retrieval.search import SearchOptions, embed_question
 from agent.retrieval.time_window import scope_window
 from agent.retrieval.types import RetrievedChunk, chunk_payload
@@ -127,13 +129,15 @@ async def retrieve_context(
     spec: str,
     scope: SearchScope,
     top_k: int | None = None,
+    skip_passages: frozenset[uuid.UUID] = frozenset(),
 ) -> dict:
     """Search the three context sources for the turn's question and build its context.
 
     ``model`` (named by ``spec``) makes a follow-up standalone and expands the query;
-    ``top_k`` overrides the number of passages. On Path A a fresh question about a year or
-    a version that none of the passages names has those pins in ``unheld_pins``: it is
-    answered "not found" without a model call (a continued follow-up keeps its earlier
+    ``top_k`` overrides the number of passages; ``skip_passages``: passages shown before
+    (``shown_passages`` of an earlier search), left out. On Path A a fresh question about a
+    year or a version that none of the passages names has those pins in ``unheld_pins``: it
+    is answered "not found" without a model call (a continued follow-up keeps its earlier
     passages too, so its answer is checked after generation instead)."""
     settings = services.settings
     mode = search_mode(state)
@@ -150,7 +154,10 @@ async def retrieve_context(
             services,
             scope,
             query,
-            _search_options(settings, spec, mode, top_k, continuing=continuing),
+            replace(
+                _search_options(settings, spec, mode, top_k, continuing=continuing),
+                skip_passages=skip_passages,
+            ),
             max_chars=settings.context_budget(spec, mode),
             model=model,
             query_vector=vector,
@@ -203,6 +210,9 @@ async def retrieve_context(
         ),
         "retrieved": payloads,
         "unheld_pins": pins,
+        "shown_passages": list(
+            dict.fromkeys(str(passage_of(c.record)) for c in found.context.chunks)
+        ),
     }
 
 

@@ -114,12 +114,18 @@ class _Passages:
         return best_id, *best
 
 
+def _added(terms: set[str], asked: set[str]) -> set[str]:
+    """The words a sentence adds to the question, forms of its words aside ("painted" for
+    "paint")."""
+    return {w for w in terms - asked if not any(_kin(w, a) for a in asked)}
+
+
 def _answer_words_elsewhere(
     ids: list[str], terms: set[str], asked: set[str], passages: _Passages
 ) -> str | None:
     """The passage holding more of the words a sentence adds to the question than any it
     cites, if one does ("turns into a pig" cites where "pig" is, not where "baby" is)."""
-    added = terms - asked
+    added = _added(terms, asked)
     if not ids or not asked or not added:
         return None
 
@@ -191,14 +197,18 @@ def _recite(
         return with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks
     supported = max(len(terms & passages.terms[i]) for i in ids)
+    added = _added(terms, asked)
     # the name or figure the sentence states is in another passage than the one it cites;
-    # or, names alike, another passage shares far more of its words
+    # or, names alike, another passage shares far more of its words, and as many of those
+    # it adds to the question (the question's own words, "the lantern room was painted
+    # ochre", are in the passages that do not say "ochre")
     moved = best_marks > len(covered) and best_terms > 0
     moved = moved or (
         best_marks >= len(covered)
         and best_terms >= min_support
         and best_id not in ids
         and supported * 2 < best_terms
+        and len(added & passages.terms[best_id]) >= max(len(added & passages.terms[i]) for i in ids)
     )
     if moved:
         return _move(sentence, ids, best_id)

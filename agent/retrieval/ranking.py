@@ -81,11 +81,20 @@ def similarities(
     return {cid: float(s) for cid, s in zip(ids, sims, strict=True)}
 
 
+def passage_of(record: ChunkRecord) -> uuid.UUID:
+    """The passage a chunk is shown in: its parent, else itself."""
+    return record.parent_id or record.id
+
+
 def adjust(
-    fused: Scored, records: dict[uuid.UUID, ChunkRecord], query: str, settings: Settings
+    fused: Scored,
+    records: dict[uuid.UUID, ChunkRecord],
+    query: str,
+    settings: Settings,
+    skip_passages: frozenset[uuid.UUID] = frozenset(),
 ) -> Scored:
-    """Time decay and tag boost on fused scores, listings left out (``skip_listings``), then
-    documents before transcripts on ties."""
+    """Time decay and tag boost on fused scores, listings left out (``skip_listings``) and
+    the children of ``skip_passages``, then documents before transcripts on ties."""
     now = utcnow()
     half_life = settings.time_decay_half_life_days
     skip_listings = settings.skip_listings and not asks_about_contents(query)
@@ -94,6 +103,8 @@ def adjust(
         record = records.get(cid)
         if record is None or (skip_listings and is_listing(record.text)):
             continue  # not visible (or deleted meanwhile), or a table of contents
+        if skip_passages and passage_of(record) in skip_passages:
+            continue  # shown already
         if half_life:
             score *= time_decay(
                 record.document_created_at, half_life, settings.time_decay_floor, now
@@ -304,7 +315,7 @@ async def rank(
     clock.lap("fuse")
 
     similarity = similarities(found.stored, found.vectors)
-    scored = adjust(fused, found.records, query, settings)
+    scored = adjust(fused, found.records, query, settings, options.skip_passages)
     clock.metrics.candidates = len(scored)
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed

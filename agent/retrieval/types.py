@@ -6,6 +6,7 @@ applies first."""
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -40,6 +41,9 @@ class SearchOptions:
     fill_to: int | None = None
     """With ``admitted_floor``: fill only while fewer than this many chunks clear the
     threshold, up to this many (``None``: every chunk down to the floor)."""
+    skip_passages: frozenset[uuid.UUID] = frozenset()
+    """Passages already shown (a parent chunk's id, or a chunk's own when it has none): the
+    children of each are left out (a wider search after the first passages did not say it)."""
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,27 @@ def test_with_the_question_a_citation_goes_where_the_answer_word_is():
     assert cited_ids(guard_citations(answer, [BABY, PIG])) == [BABY.citation_id]
 
 
+LANTERN = CitableChunk(
+    "#chk_88888888",
+    "The keeper painted the lantern room by hand, from a ladder; painting the lantern room "
+    "took him nine days.",
+)
+OCHRE = CitableChunk(
+    "#chk_99999999", "This year's tins were ochre, ordered from the chandler in Harbury."
+)
+
+
+def test_the_question_words_a_sentence_repeats_do_not_move_its_citation():
+    """A passage sharing the question's own words ("painted" for "paint") does not win the
+    citation from the one holding the word the sentence adds: "ochre"."""
+    answer = "The lantern room was painted ochre #chk_99999999."
+    question = "What colour did the keeper paint the lantern room?"
+    for order in ([LANTERN, OCHRE], [OCHRE, LANTERN]):
+        assert guard_citations(answer, order, question=question) == answer
+    wrong = answer.replace("#chk_99999999", "#chk_88888888")
+    assert guard_citations(wrong, [LANTERN, OCHRE], question=question) == answer
+
+
 def test_a_citation_holding_the_answer_words_stays():
     answer = "It was a pig, quite absurd to carry #chk_77777777."
     question = "What did the baby become?"
