@@ -28,6 +28,7 @@ from agent.ingest.html import parse_html
 from agent.ingest.markdown import parse_markdown
 from agent.ingest.office import parse_docx, parse_pptx
 from agent.ingest.pdf import parse_pdf
+from agent.ingest.text_tables import aligned_table_lines
 
 __all__ = [
     "ParsedDocument",
@@ -193,6 +194,10 @@ def parse_text(text: str, default_title: str) -> ParsedDocument:
         heading = _chapter_heading(block)
         if heading:
             chapter = heading
+            continue
+        if rows := aligned_table_lines(block):  # columns lined up with spaces: a row each
+            paragraphs.extend(Paragraph(row, chapter=chapter) for row in rows)
+            above = block
             continue
         body = unwrap(block)
         if not body or _ILLUSTRATION.match(body):

@@ -38,12 +38,16 @@ def _terms(text: str) -> set[str]:
 
 
 def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
-    """Inverse sentence frequency of each question word (or figure) across every passage."""
+    """Each question word (or figure) held anywhere: 1, plus its inverse sentence frequency
+    across every passage. The 1 makes a sentence holding more of the question's words win
+    over one holding fewer, rarer ones: the table row "Region: DACH; Units Y1 (base):
+    41,200" (its column names in every row) over a note under the table that says "in its
+    first year" for "the DACH region in the first year, base case"."""
     wanted = _terms(question)
     every = [_terms(s) for passage in sentences for s in passage]
     df = Counter(t for terms in every for t in terms & wanted)
     n = max(len(every), 1)
-    return {t: math.log(1 + n / df[t]) for t in wanted if df[t]}
+    return {t: 1.0 + math.log(1 + n / df[t]) for t in wanted if df[t]}
 
 
 REPEAT_WEIGHT = 0.5

@@ -89,3 +89,39 @@ def test_a_lone_sentence_between_two_kept_runs_is_kept_with_them():
     text = focused["#chk_0000000e"]
     assert "herring shoals" in text
     assert _GULLS[0] not in text and _GULLS[8] not in text  # the farthest still go first
+
+
+_FORECAST = (
+    "Year-one unit forecast by region. "
+    "Region: Nordics; Units Y1 (base): 18,500; Units Y1 (stretch): 22,000; Launch retailer: "
+    "Hemvik Stores. "
+    "Region: DACH; Units Y1 (base): 41,200; Units Y1 (stretch): 48,600; Launch retailer: "
+    "Küchenhaus Ritter. "
+    "Region: Benelux; Units Y1 (base): 14,750; Units Y1 (stretch): 17,300; Launch retailer: "
+    "Van Aalst Wonen. "
+    "Region: UK & Ireland; Units Y1 (base): 29,800; Units Y1 (stretch): 35,100; Launch "
+    "retailer: Caddow & Finch. "
+    "Region: Iberia; Units Y1 (base): 9,600; Units Y1 (stretch): 12,400; Launch retailer: "
+    "Casa Meridia. "
+    "Region: Total; Units Y1 (base): 113,850; Units Y1 (stretch): 135,400. "
+    "Base case assumes 62% sell-through by month 9. "
+    "DACH forecast includes 3,000 units pre-committed by Küchenhaus Ritter. "
+    "S3 sold 71,300 units in its first year."
+)
+_DECISIONS = (
+    "Decisions needed today. Approve marketing budget of €3.6 m (digital 55%, retail POS 30%, "
+    "PR 15%). Confirm base-case forecast of 113,850 units for production planning. Sign off "
+    "on Copper trim Edition as a limited run of 10,000 units. Nominate a launch-readiness "
+    "owner for each region by 20 February 2026."
+)
+
+
+def test_a_sentence_holding_more_question_words_beats_one_holding_rarer_ones():
+    """The table row naming the region and the columns asked for, whose column names every
+    row repeats, is kept over the notes that hold "case" or "first year" alone."""
+    question = (
+        "How many units are expected to sell in the DACH region in the first year, base case?"
+    )
+    passages = {"#chk_0000000f": _FORECAST, "#chk_00000010": _DECISIONS}
+    focused = focus_passages(question, passages, neighbours=0)
+    assert "Region: DACH; Units Y1 (base): 41,200" in focused["#chk_0000000f"]
