@@ -269,7 +269,9 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     search ran), then guard them; a Path A answer that says nothing asked for is marked
     for a wider search (``wider_search="wanted"``)."""
     update = await _answer_from_context(state, runtime)
-    if wants_wider_search((await get_services()).settings, {**state, **update}):
+    settings = (await get_services()).settings
+    spec = model_spec(runtime, answer_model(settings, state))
+    if wants_wider_search(settings, {**state, **update}, spec):
         update["wider_search"] = "wanted"
     return update
 
@@ -303,13 +305,8 @@ async def answer_again(state: ChatState, runtime: Runtime[Context]) -> dict:
 async def _answer_from_context(state: ChatState, runtime: Runtime[Context], fresh=False) -> dict:
     settings = (await get_services()).settings
     prompt = answer_prompt(settings, state, fresh=fresh)  # a follow-up continues the last
-    reply = await stream_reply(
-        runtime,
-        state,
-        prompt.messages,
-        answer_temperature(settings, state),
-        default=answer_model(settings, state),
-    )
+    temperature, default = answer_temperature(settings, state), answer_model(settings, state)
+    reply = await stream_reply(runtime, state, prompt.messages, temperature, default=default)
     answer = finish_cited_answer(
         reply.text,
         state,

@@ -9,6 +9,10 @@ model reads new text; its answer goes through the same guards. A turn whose seco
 finds nothing relevant, or only passages naming none of the years it asks about, keeps the
 first reply. Continued follow-ups, turns with tool selection (which may search again on
 their own) and answers with web results never search further.
+
+On by default for hosted models; the 1.5B local model is off by default
+(``QUIRE_LOCAL_WIDER_SEARCH``): on the book set none of its "not found" answers came right
+from the next passages, and one became a wrong answer the guards let through.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from agent.db.scope import SearchScope
 from agent.services import Services
 
 
-def wants_wider_search(settings: Settings, state: Mapping[str, Any]) -> bool:
+def wants_wider_search(settings: Settings, state: Mapping[str, Any], spec: str) -> bool:
     """Whether the turn searches past its first passages: a Path A answer that came out as
-    the plain "not found" reply, once per turn."""
+    the plain "not found" reply, once per turn, by the model named ``spec`` (the local one
+    only with ``local_wider_search``)."""
     return (
-        settings.wider_search
+        (settings.local_wider_search if spec == "local" else settings.wider_search)
         and state.get("route") == "hybrid"
         and not state.get("wider_search")  # once: "wanted", then "found" or "nothing"
         and state.get("answer") == prompts.NOT_ANSWERED

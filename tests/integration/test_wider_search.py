@@ -149,3 +149,15 @@ def _restates(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResu
     self.prompts.append(messages)
     reply = "The keeper's cat sleeps every night of the winter."
     return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
+
+
+async def test_the_local_model_searches_further_only_when_asked(
+    keeper, second_look, services, monkeypatch
+):
+    """Off by default for the 1.5B model (measured: no answer gained on the book set)."""
+    local = _context(keeper, chat_model="local")
+    state = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=local)
+    assert state["answer"] == prompts.NOT_ANSWERED and len(second_look.prompts) == 1
+    monkeypatch.setattr(services.settings, "local_wider_search", True)
+    state = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=local)
+    assert "ochre" in state["answer"] and len(second_look.prompts) == 3
