@@ -176,6 +176,8 @@ async def _open_turn(
         if request.tool_selection is None
         else request.tool_selection,
         "relevant": False,
+        "shown_passages": [],
+        "wider_search": "",  # a thread's next turn may search further again
         "decision": {},
         "tool_log": [],
         "web_results": [],

@@ -161,3 +161,22 @@ async def test_the_local_model_searches_further_only_when_asked(
     monkeypatch.setattr(services.settings, "local_wider_search", True)
     state = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=local)
     assert "ochre" in state["answer"] and len(second_look.prompts) == 3
+
+
+async def test_each_turn_of_a_thread_may_search_further(keeper, second_look):
+    """The wider search's mark is the turn's: a checkpointed thread's next turn starts
+    without it (else only a thread's first "not found" would ever look further)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs.chat import build_graph
+
+    threaded = build_graph().compile(checkpointer=InMemorySaver())
+    context = _context(keeper)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    for turn in (1, 2):
+        nodes = [
+            event.node
+            async for event in stream_turn(threaded, QUESTION, context=context, config=config)
+            if event.kind == "node"
+        ]
+        assert "search_further" in nodes and "answer_again" in nodes, (turn, nodes)
