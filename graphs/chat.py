@@ -70,6 +70,7 @@ from agent.chat.turn import last_question, start_turn, turn_scope
 from agent.chat.turn_log import turn_error
 from agent.chat.web import find_on_web, web_answer, web_prompt
 from agent.chat.wider_search import search_wider, wants_wider_search
+from agent.config import Settings
 from agent.db.scope import SearchScope
 from agent.services import get_services
 from graphs.context import Context
@@ -197,11 +198,17 @@ async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 async def retrieve(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Search the visible documents (Path A: specific; Path C: deep) and build the context."""
+    return await _search(retrieve_context, state, runtime)
+
+
+async def _search(search, state: ChatState, runtime: Runtime[Context]) -> dict:
+    """``search`` (:func:`retrieve_context` or :func:`search_wider`) with the turn's model,
+    scope and passage count."""
     services = await get_services()
     settings = services.settings
     model, spec = await load_model(runtime, settings, 0.0, answer_model(settings, state))
     top_k = (runtime.context or Context()).top_k
-    return await retrieve_context(
+    return await search(
         services, state, model=model, spec=spec, scope=_scope(state, runtime), top_k=top_k
     )
 
@@ -268,8 +275,8 @@ async def generate(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Answer from the context with inline ``#chk_`` citations (and ``#web_N`` when a web
     search ran), then guard them; a Path A answer that says nothing asked for is marked
     for a wider search (``wider_search="wanted"``)."""
-    update = await _answer_from_context(state, runtime)
     settings = (await get_services()).settings
+    update = await _answer_from_context(settings, state, runtime)
     spec = model_spec(runtime, answer_model(settings, state))
     if wants_wider_search(settings, {**state, **update}, spec):
         update["wider_search"] = "wanted"
@@ -283,13 +290,7 @@ def after_generate(state: ChatState) -> Literal["search_further", "save"]:
 
 async def search_further(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Search again past the passages the first answer was written from."""
-    services = await get_services()
-    settings = services.settings
-    model, spec = await load_model(runtime, settings, 0.0, answer_model(settings, state))
-    top_k = (runtime.context or Context()).top_k
-    return await search_wider(
-        services, state, model=model, spec=spec, scope=_scope(state, runtime), top_k=top_k
-    )
+    return await _search(search_wider, state, runtime)
 
 
 def after_search_further(state: ChatState) -> Literal["answer_again", "save"]:
@@ -299,11 +300,13 @@ def after_search_further(state: ChatState) -> Literal["answer_again", "save"]:
 
 async def answer_again(state: ChatState, runtime: Runtime[Context]) -> dict:
     """The answer from the wider search's passages (not streamed: it replaces the first)."""
-    return await _answer_from_context(state, runtime, fresh=True)
-
-
-async def _answer_from_context(state: ChatState, runtime: Runtime[Context], fresh=False) -> dict:
     settings = (await get_services()).settings
+    return await _answer_from_context(settings, state, runtime, fresh=True)
+
+
+async def _answer_from_context(
+    settings: Settings, state: ChatState, runtime: Runtime[Context], fresh: bool = False
+) -> dict:
     prompt = answer_prompt(settings, state, fresh=fresh)  # a follow-up continues the last
     temperature, default = answer_temperature(settings, state), answer_model(settings, state)
     reply = await stream_reply(runtime, state, prompt.messages, temperature, default=default)

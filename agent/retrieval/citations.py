@@ -121,11 +121,10 @@ def _added(terms: set[str], asked: set[str]) -> set[str]:
 
 
 def _answer_words_elsewhere(
-    ids: list[str], terms: set[str], asked: set[str], passages: _Passages
+    ids: list[str], added: set[str], asked: set[str], passages: _Passages
 ) -> str | None:
-    """The passage holding more of the words a sentence adds to the question than any it
-    cites, if one does ("turns into a pig" cites where "pig" is, not where "baby" is)."""
-    added = _added(terms, asked)
+    """The passage holding more of the words a sentence ``added`` to the question than any
+    it cites, if one does ("turns into a pig" cites where "pig" is, not where "baby" is)."""
     if not ids or not asked or not added:
         return None
 
@@ -179,11 +178,12 @@ def _recite(
     names and numbers it repeats from the question (``asked_marks``) do not decide where."""
     plain = CITATION_RE.sub(" ", sentence)
     terms, marks = _terms(plain), anchors(plain, passages.names) - asked_marks
+    added = _added(terms, asked)
     ids = cited_ids(sentence)
     if ids and _held_nowhere(plain, terms, asked, passages):  # no passage supports it: cite none
         return tidy_spacing(_SPACED_CITATION.sub("", sentence))
     if len(terms) < min_support and not marks:
-        return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
+        return _move(sentence, ids, _answer_words_elsewhere(ids, added, asked, passages))
     best_id, best_marks, best_terms = passages.best(terms, marks)
     if not ids:
         # from one passage: most of its words, or every name and figure it states with more
@@ -197,7 +197,6 @@ def _recite(
         return with_citation(sentence, best_id) if clear else sentence
     covered = set().union(*(passages.words[i] for i in ids)) & marks
     supported = max(len(terms & passages.terms[i]) for i in ids)
-    added = _added(terms, asked)
     # the name or figure the sentence states is in another passage than the one it cites;
     # or, names alike, another passage shares far more of its words, and as many of those
     # it adds to the question (the question's own words, "the lantern room was painted
@@ -212,7 +211,7 @@ def _recite(
     )
     if moved:
         return _move(sentence, ids, best_id)
-    return _move(sentence, ids, _answer_words_elsewhere(ids, terms, asked, passages))
+    return _move(sentence, ids, _answer_words_elsewhere(ids, added, asked, passages))
 
 
 def _move(sentence: str, ids: list[str], to: str | None) -> str:
