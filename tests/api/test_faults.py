@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from sqlalchemy import text
 
+from tests.support.fakes import answer_with
 from tests.support.paths import ALICE, PRIDE, ROOT
 from tests.support.programs import program_env, sse_events
 
@@ -269,15 +270,7 @@ class FailingModel(BaseChatModel):
 
 @pytest.fixture
 def failing_model(monkeypatch):
-    from graphs import model_calls
-
-    model = FailingModel()
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    return model
+    return answer_with(monkeypatch, FailingModel())
 
 
 @pytest.mark.parametrize("error", ["boom", "timeout"])
@@ -347,15 +340,8 @@ class HangingModel(BaseChatModel):
 async def test_a_hanging_chat_model_times_out_and_keeps_only_the_question(
     services, client, reader, monkeypatch
 ):
-    from graphs import model_calls
-
     user, headers, _ = reader
-    model = HangingModel()
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
+    model = answer_with(monkeypatch, HangingModel())
     monkeypatch.setattr(services.settings, "chat_timeout_seconds", 1.5)
     before = await _saved_turns(services, user.id)
 

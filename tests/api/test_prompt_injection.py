@@ -27,10 +27,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from sqlalchemy import text
 
-import graphs.model_calls as model_calls
 from agent.retrieval.citations import citation_id, cited_ids
 from graphs.chat import graph
 from graphs.context import Context
+from tests.support.fakes import answer_with
 
 FAKE_IDS = ("#chk_deadbeef", "[chk_ABCDEF12]", "chk_12345678", "#chk_0badf00d")
 """The fake citation ids planted in A's documents, in the spellings the guard normalises."""
@@ -105,13 +105,7 @@ class ObedientModel(BaseChatModel):
 
 @pytest.fixture
 def obedient(monkeypatch):
-    model = ObedientModel(prompts=[])
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    return model
+    return answer_with(monkeypatch, ObedientModel(prompts=[]))
 
 
 pytestmark = pytest.mark.usefixtures("close_checkpointer_after")

@@ -12,7 +12,6 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 import agent.chat.web as chat_web
-import graphs.model_calls as model_calls
 from agent.ingest.pipeline import ingest_bytes
 from agent.memory.corrections import submit_correction
 from agent.retrieval.citations import cited_ids
@@ -21,19 +20,13 @@ from agent.summaries.writers import ExtractiveSummaryWriter
 from agent.web_search import WebResult
 from graphs.chat import graph
 from graphs.context import Context
-from tests.support.fakes import RecordingModel
+from tests.support.fakes import RecordingModel, answer_with
 from tests.support.samples import book_text
 
 
 @pytest.fixture
 def recorder(monkeypatch):
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    return model
+    return answer_with(monkeypatch, RecordingModel(prompts=[]))
 
 
 def _ask(question: str):

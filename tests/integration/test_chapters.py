@@ -12,7 +12,6 @@ import pytest
 from langchain_core.messages import HumanMessage
 from sqlalchemy import text
 
-import graphs.model_calls as model_calls
 from agent.chat.chapters import chapter_turn, load_library, match_chapters
 from agent.db import summaries as store
 from agent.db.scope import SearchScope
@@ -24,7 +23,7 @@ from agent.summaries.builder import summarize_document
 from agent.summaries.writers import ExtractiveSummaryWriter
 from graphs.chat import graph
 from graphs.context import Context
-from tests.support.fakes import RecordingModel
+from tests.support.fakes import RecordingModel, answer_with
 from tests.support.paths import ALICE, PRIDE
 
 MAD_TEA_PARTY = "CHAPTER VII. A Mad Tea-Party"
@@ -52,13 +51,7 @@ async def library(services):
 
 @pytest.fixture
 def recorder(monkeypatch):
-    model = RecordingModel(prompts=[])
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    return model
+    return answer_with(monkeypatch, RecordingModel(prompts=[]))
 
 
 async def _chapter_summaries(services, document_id) -> dict[str | None, str]:

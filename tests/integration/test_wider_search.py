@@ -12,12 +12,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-import graphs.model_calls as model_calls
 from agent import prompts
 from agent.ingest.pipeline import ingest_bytes
 from graphs.chat import graph
 from graphs.context import Context
 from graphs.streaming import stream_turn
+from tests.support.fakes import answer_with
 
 LOGBOOK = """Greyholm Point keeper's logbook, spring.
 
@@ -68,13 +68,7 @@ class SecondLook(BaseChatModel):
 
 @pytest.fixture
 def second_look(monkeypatch):
-    model = SecondLook(prompts=[])
-
-    async def fake(spec, settings, temperature, **_):
-        return model
-
-    monkeypatch.setattr(model_calls, "achat_model", fake)
-    return model
+    return answer_with(monkeypatch, SecondLook(prompts=[]))
 
 
 @pytest.fixture(scope="module")

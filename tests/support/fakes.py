@@ -10,6 +10,17 @@ from agent.models import ExtractiveChatModel
 from agent.summaries.writers import Summary
 
 
+def answer_with(monkeypatch, model: BaseChatModel) -> BaseChatModel:
+    """``model`` for every model call of the chat graph (whatever spec a turn names); it."""
+    import graphs.model_calls as model_calls
+
+    async def fake(spec, settings, temperature, **_):
+        return model
+
+    monkeypatch.setattr(model_calls, "achat_model", fake)
+    return model
+
+
 class RecordingModel(BaseChatModel):
     """Answers like the extractive model and records every prompt it was given."""
 
