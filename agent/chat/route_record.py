@@ -28,7 +28,7 @@ from agent.chat.answering import Answer
 CONFIDENT_MARGIN = 0.1
 """How far above the turn's similarity threshold the best passage must be for ``high``."""
 
-FALLBACK_LAYERS = ("low_threshold", "sentence")
+FALLBACK_LAYERS = ("low_threshold", "sentence", "question_words")
 """Fallback layers whose passages count as evidence, weaker than the threshold's."""
 
 NO_CONFIDENCE = frozenset({"direct", "general", "over_limit", "unknown_book"})

@@ -250,3 +250,20 @@ async def term_shares(
     }
     rows = await fetch_rows(conn, sql, params)
     return {cid: float(share) for cid, share in rows if share is not None}
+
+
+async def question_words_known(
+    conn: Connection, scope: SearchScope, query: str, names: str
+) -> tuple[float, bool]:
+    """How much of ``query`` the visible documents know: the share of its IDF weight held
+    by terms some visible chunk contains, and whether a term of ``names`` (the question's
+    names and figures, as text) is in none of them."""
+    head, params = _with_idf(scope)
+    sql = f"""{head},
+    named AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :names)) u)
+    SELECT coalesce(sum(i.idf) FILTER (WHERE i.df > 0) / nullif(sum(i.idf), 0), 0) AS share,
+           coalesce(bool_or(i.df = 0 AND i.term IN (SELECT term FROM named)), false) AS unknown
+    FROM idf i"""
+    rows = await fetch_rows(conn, sql, {**params, "query": query, "names": names})
+    share, unknown = rows[0] if rows else (0.0, False)
+    return float(share or 0.0), bool(unknown)

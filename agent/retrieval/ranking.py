@@ -21,7 +21,7 @@ from agent.retrieval.clock import SearchClock
 from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import adaptive_fusion, weighted_rrf
-from agent.retrieval.held_words import held_words
+from agent.retrieval.held_words import held_words, knows_the_question
 from agent.retrieval.listings import asks_about_contents, is_listing
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
@@ -341,6 +341,9 @@ async def rank(
         clock.metrics.sentence_similarity = best
         if matched:
             layer, picked = "sentence", matched
+    near_none = layer == "any_embedded" and options.mode == "hybrid"
+    if near_none and await knows_the_question(reads, scope, query):  # their words, after all
+        layer, picked = "question_words", scored
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)

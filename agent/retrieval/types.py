@@ -16,7 +16,15 @@ from agent.retrieval.conflicts import Conflict, Passage
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 Layer = Literal[
-    "hybrid", "vector", "keyword", "low_threshold", "sentence", "any_embedded", "any_chunk", "none"
+    "hybrid",
+    "vector",
+    "keyword",
+    "low_threshold",
+    "sentence",
+    "question_words",
+    "any_embedded",
+    "any_chunk",
+    "none",
 ]
 
 

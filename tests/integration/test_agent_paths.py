@@ -14,6 +14,7 @@ from sqlalchemy import text
 import agent.chat.web as chat_web
 from agent.ingest.pipeline import ingest_bytes
 from agent.memory.corrections import submit_correction
+from agent.retrieval import held_words as held_words_module
 from agent.retrieval.citations import cited_ids
 from agent.summaries.builder import summarize_document
 from agent.summaries.writers import ExtractiveSummaryWriter
@@ -106,6 +107,26 @@ async def test_relevance_gate_says_the_documents_do_not_cover_it(services, new_u
     )
     assert state["model_used"] == "no_context_response"
     assert "don't seem to cover" in state["answer"] and state["citations"] == []
+
+
+async def test_a_question_in_the_documents_words_is_answered_from_them(
+    services, new_user, monkeypatch
+):
+    """No passage is near the question, but the notebook holds its words: it is answered
+    from the passages, not as uncovered from general knowledge (where a small model makes
+    up a serial number)."""
+    user = await new_user("own-words")
+    body = b"Instruments: multiprobe number two (serial MP2-0448), kept for the whole season."
+    await ingest_bytes(services, user.id, body, "notebook.txt")
+    for name in ("threshold_specific", "threshold_fallback", "threshold_sentence"):
+        monkeypatch.setattr(services.settings, name, 0.995)
+    monkeypatch.setattr(held_words_module, "WORDS_HELD_SHARE", 1.01)  # no one chunk holds it
+    state = await graph.ainvoke(
+        _ask("Which serial number has the multiprobe we kept?"), context=Context(user=user.name)
+    )
+    assert state["retrieval"]["layer"] == "question_words"
+    assert state["model_used"] != "no_context_response" and "MP2-0448" in state["answer"]
+    assert set(cited_ids(state["answer"])) <= set(state["chunk_map"]) and state["citations"]
 
 
 async def test_web_search_path(services, new_user, monkeypatch):

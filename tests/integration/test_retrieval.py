@@ -288,6 +288,41 @@ async def test_a_sentence_near_the_question_makes_a_far_chunk_evidence(
     assert far.layer == "any_embedded" and far.metrics.sentence_similarity < needed
 
 
+NOTEBOOK = (
+    "Field notebook, volume three. Instruments: multiprobe number two (serial MP2-0448) and"
+    " the turbidity meter TM-07; multiprobe number one is away for repair. Sites are sampled"
+    " every second Tuesday from the footbridge, and the season runs from May to September."
+)
+
+
+async def test_a_question_in_the_documents_own_words_is_about_them(services, new_user, monkeypatch):
+    """No chunk is near the question and no sentence either, yet the documents hold most of
+    its words and every name it uses: it is about them (the ``question_words`` layer, the
+    fused ranking), not one for general knowledge. A question naming what the documents
+    never do, or made of words they lack, stays below relevance."""
+    user = await new_user("own-words")
+    doc = await _fixed_doc(services, user, NOTEBOOK)
+    await _fixed_doc(services, user, OFFICE)
+    scope = SearchScope(user_id=user.id)
+    monkeypatch.setattr(services.settings, "threshold_fallback", 0.995)
+    monkeypatch.setattr(services.settings, "threshold_sentence", 0.995)
+    monkeypatch.setattr(held_words_module, "WORDS_HELD_SHARE", 1.01)
+    options = SearchOptions(threshold=0.99, use_cache=False)
+    own = await search(services, scope, "Which serial number has the multiprobe we kept?", options)
+    assert own.layer == "question_words" and _ids(own)[0] == doc.document_id
+    assert all(c.layer == "question_words" for c in own.chunks)
+    for general in (
+        "Who painted the Mona Lisa?",  # a name no document uses
+        "Which multiprobe did NASA fly?",  # an acronym no document uses
+        "What is the boiling point of liquid mercury?",  # words the documents lack
+    ):
+        assert (await search(services, scope, general, options)).layer == "any_embedded", general
+    monkeypatch.setattr(held_words_module, "KNOWN_WORDS_SHARE", 1.01)
+    assert (
+        await search(services, scope, "Which serial number has the multiprobe we kept?", options)
+    ).layer == "any_embedded"
+
+
 async def test_every_fallback_layer(services, new_user, monkeypatch):
     user = await new_user("layers")
     doc = await _doc(services, user, LIGHTHOUSE)
