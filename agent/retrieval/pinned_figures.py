@@ -1,4 +1,4 @@
-"""A question pinned to a year or a version that none of its passages names.
+"""A question pinned to a year, a version or a code that none of its passages names.
 
 "How many volunteers did the trust train in 2023?" over a report that gives only 2024's
 figure, or "When was loamstack 2.8.0 released?" over a changelog without 2.8.0: the 1.5B
@@ -17,6 +17,13 @@ passage's document, as a number of its own ("2023" in "2023-24", "12/03/2023" or
 "FY2023"; "v2" as "v2", "V2" or "version 2"), not inside a longer one, or inside a span of
 years written short ("2004" in "the 2003–04 season": "in February 2004" over a passage
 telling of "February of that season").
+
+A code is a name made of capitals and digits: a model ("the Hearthline S2"), a site
+("S4u"), a part or a serial ("MP2-0448", "TM-07"). "How many units did the Hearthline S2
+sell?" over a deck about the S4 was answered with the S4's forecast. It counts as named
+when a passage holds it as a word of its own, in any case, its hyphen optional ("S4" is
+not named by "S4u"). Quarters and halves ("Q3", "H1") are often written out ("the third
+quarter"), so they are no pins.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ _ABOUT = re.compile(
 _OWNED = re.compile(r"^['’]s\b")
 _COUNTED = re.compile(r"^\s+(?!(?:is|was|has|does|as|plus|minus)\b)[a-z]+s\b")
 _DOTTED = re.compile(r"(?<![\w.])v?(\d+\.\d+\.\d+)(?![\w]|\.\d)", re.IGNORECASE)
+# capitals, then digits, with an optional letter and a hyphenated number ("S4u", "MP2-0448")
+_CODE = re.compile(r"(?<![\w.-])([A-Z]{1,5}-?\d+[a-zA-Z]?(?:-\d+)?)(?![\w-]|\.\d)")
+_NO_CODE = re.compile(r"^(?:[QH]\d|FY\d+|V\d+)$", re.IGNORECASE)
 _NUMBERED = re.compile(r"\b(?:v|version\s+|release\s+)(\d+(?:\.\d+)?)(?![\w]|\.\d)", re.I)
 
 
@@ -53,6 +63,17 @@ def pinned_years(question: str) -> set[str]:
 def pinned_versions(question: str) -> set[str]:
     """The versions ``question`` names ("2.8.0", "v2", "version 4"), as their numbers."""
     return {m.group(1) for m in (*_DOTTED.finditer(question), *_NUMBERED.finditer(question))}
+
+
+def pinned_codes(question: str) -> set[str]:
+    """The codes ``question`` names ("S2", "S4u", "MP2-0448"; see the module docs)."""
+    return {c for c in _CODE.findall(question) if not _NO_CODE.match(c)}
+
+
+def _code_named(code: str, text: str) -> bool:
+    parts = re.findall(r"[A-Za-z]+|\d+", code)
+    spelled = r"[-\s]?".join(re.escape(p) for p in parts)
+    return re.search(rf"(?<![\w-]){spelled}(?![\w]|-\w)", text, re.IGNORECASE) is not None
 
 
 # a span of years with its end cut to two digits ("the 2003–04 season", "1914-18"); a date
@@ -81,10 +102,11 @@ def _version_named(version: str, text: str) -> bool:
 
 
 def unheld_pins(question: str, passages: Iterable[str]) -> list[str]:
-    """The years and versions ``question`` is about (:func:`pinned_years`,
-    :func:`pinned_versions`) that no passage names, sorted."""
+    """The years, versions and codes ``question`` is about (:func:`pinned_years`,
+    :func:`pinned_versions`, :func:`pinned_codes`) that no passage names, sorted."""
     pins = [(y, _year_named) for y in pinned_years(question)]
     pins += [(v, _version_named) for v in pinned_versions(question)]
+    pins += [(c, _code_named) for c in pinned_codes(question)]
     if not pins:
         return []
     texts = list(passages)
@@ -92,7 +114,7 @@ def unheld_pins(question: str, passages: Iterable[str]) -> list[str]:
 
 
 def pin_unheld(question: str, passages: Iterable[str]) -> bool:
-    """Whether ``question`` is about a year or a version that no passage names."""
+    """Whether ``question`` is about a year, a version or a code that no passage names."""
     return bool(unheld_pins(question, passages))
 
 

@@ -1,7 +1,7 @@
-"""A question about a year or a version that none of its passages names, through the chat
-graph on the real database: the "not found" reply without a model call (the `unanswered`
-node), its route record, and the same question about a year the passages do name answered
-by the model as before."""
+"""A question about a year, a version or a code that none of its passages names, through
+the chat graph on the real database: the "not found" reply without a model call (the
+`unanswered` node), its route record, and the same question about a year the passages do
+name answered by the model as before."""
 
 from __future__ import annotations
 
@@ -59,3 +59,18 @@ async def test_a_year_the_passages_name_is_answered_by_the_model(report_reader, 
     assert len(recording.prompts) == 1  # the grounded prompt, with 2024 in its passages
     assert "2024" in recording.prompts[0][-1].content
     assert "unheld_pins" not in state["retrieval"] and state["routing"]["confidence"] != "low"
+
+
+async def test_a_code_no_passage_names_is_not_found(services, recording):
+    """A model code the deck never names ("S2", over a deck about the S4): "not found",
+    without a model call; the S4's own figure is still answered by the model."""
+    from agent.library.accounts import resolve_user
+
+    user = await resolve_user(services, f"codes-{uuid.uuid4().hex[:6]}")
+    deck = b"Hearthline S4 launch plan. The Hearthline S4 is forecast to sell 71,300 units."
+    await ingest_bytes(services, user.id, deck, "launch.txt", title="Launch plan")
+    state = await _ask(user, "How many units did the Hearthline S2 sell in its first year?")
+    assert state["answer"] == prompts.NOT_ANSWERED and recording.prompts == []
+    assert state["retrieval"]["unheld_pins"] == ["S2"]
+    named = await _ask(user, "How many units is the Hearthline S4 forecast to sell?")
+    assert named["model_used"].startswith("investigator_") and len(recording.prompts) == 1

@@ -1,5 +1,5 @@
-"""A question about a year or a version its passages never name gets the plain "not found"
-reply."""
+"""A question about a year, a version or a code its passages never name gets the plain
+"not found" reply."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from agent import prompts
 from agent.chat.answering import finish_grounded
-from agent.retrieval.pinned_figures import pin_unheld, pinned_versions, pinned_years
+from agent.retrieval.pinned_figures import pin_unheld, pinned_codes, pinned_versions, pinned_years
 
 
 @pytest.mark.parametrize(
@@ -105,3 +105,31 @@ def test_a_span_of_years_written_short_names_each_year_in_it():
     assert not pin_unheld("Who won in 1916?", ["The war of 1914-18 stopped the league."])
     assert pin_unheld(question, ["The 2001–02 season saw the team reach the final."])
     assert pin_unheld(question, ["Signed on 2003-04-15, he left that summer."])  # a date
+
+
+@pytest.mark.parametrize(
+    ("question", "codes"),
+    [
+        ("How many units did the Hearthline S2 sell in its first year?", {"S2"}),
+        ("What was the nitrate reading at site S4u?", {"S4u"}),
+        ("Which probe is MP2-0448?", {"MP2-0448"}),
+        ("What does the TM-07 meter measure?", {"TM-07"}),
+        ("What Top-5 accuracy does DPR reach compared with BM25?", {"BM25"}),
+        ("What were sales in Q3 and in H1?", set()),  # often written out
+        ("What was spent in FY2023?", set()),  # a year, pinned as one
+        ("When is API v2 due?", set()),  # a version, pinned as one
+        ("What does the Caterpillar smoke?", set()),
+    ],
+)
+def test_a_code_is_capitals_and_digits(question, codes):
+    assert pinned_codes(question) == codes
+
+
+def test_a_code_is_named_as_a_word_of_its_own_in_any_case():
+    question = "How many units did the Hearthline S2 sell in its first year?"
+    assert pin_unheld(question, ["The Hearthline S4 sold 71,300 units.", "S2s and S21s"])
+    assert not pin_unheld(question, ["Its forerunner, the s2, sold 40,000."])
+    assert pin_unheld("What was nitrate at S4u?", ["S4 DO 5.9 mg/L"])
+    assert not pin_unheld("What was nitrate at S4?", ["S4 DO 5.9 mg/L", "S4u"])
+    assert not pin_unheld("Where is MP2-0448?", ["multiprobe #2 (serial MP2 0448)"])
+    assert not pin_unheld("Where is TM07?", ["the turbidity meter TM-07;"])
