@@ -24,6 +24,7 @@ from agent.db.chunks import (
 from agent.db.keyword_sql import BM25Params, keyword_search
 from agent.db.postings import LibraryState, library_state
 from agent.db.scope import SearchScope
+from agent.retrieval.attribute_words import with_attribute_words
 from agent.retrieval.clock import SearchClock
 from agent.retrieval.expansion import expand_query
 from agent.retrieval.reads import Reads
@@ -53,8 +54,10 @@ class Found:
 
 
 async def read_library_state(reads: Reads, scope: SearchScope, queries: list[str]) -> LibraryState:
-    """The library's fingerprint in ``scope`` and the lexemes of ``queries``, in one read."""
-    return await reads.read(lambda conn: library_state(conn, scope, queries))
+    """The library's fingerprint in ``scope`` and the lexemes of ``queries`` (with the
+    measures each asks about: :mod:`~agent.retrieval.attribute_words`), in one read."""
+    lexed = [with_attribute_words(q) for q in queries]
+    return await reads.read(lambda conn: library_state(conn, scope, lexed))
 
 
 async def expand_queries(
@@ -105,7 +108,7 @@ async def keyword_rankings(
 
     async def in_sql(query: str) -> list[ScoredChunkId]:
         async with services.engine.connect() as conn:
-            return await keyword_search(conn, scope, query, n, bm25)
+            return await keyword_search(conn, scope, with_attribute_words(query), n, bm25)
 
     return list(await asyncio.gather(*(in_sql(q) for q in queries)))
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from agent.ingest.sentences import split_sentences
+from agent.retrieval.attribute_words import with_attribute_words
 from agent.text import content_terms
 
 GAP = "…"
@@ -42,8 +43,9 @@ def _weights(question: str, sentences: list[list[str]]) -> dict[str, float]:
     across every passage. The 1 makes a sentence holding more of the question's words win
     over one holding fewer, rarer ones: the table row "Region: DACH; Units Y1 (base):
     41,200" (its column names in every row) over a note under the table that says "in its
-    first year" for "the DACH region in the first year, base case"."""
-    wanted = _terms(question)
+    first year" for "the DACH region in the first year, base case". A measure the question
+    asks about counts as one of its words ("height" for "how tall": a table row's column)."""
+    wanted = _terms(with_attribute_words(question))
     every = [_terms(s) for passage in sentences for s in passage]
     df = Counter(t for terms in every for t in terms & wanted)
     n = max(len(every), 1)

@@ -323,6 +323,26 @@ async def test_a_question_in_the_documents_own_words_is_about_them(services, new
     ).layer == "any_embedded"
 
 
+async def test_the_keyword_side_searches_for_the_measure_a_question_asks_about(services, new_user):
+    """ "How tall" finds the row under "Typical height", which shares only the plant's name
+    with the question, over a description that repeats the name."""
+    user = await new_user("measures")
+    table = await _fixed_doc(
+        services, user, "Plant: Thimble; Flowers: June; Typical height: 40-60 cm."
+    )
+    await ingest_bytes(
+        services,
+        user.id,
+        b"The thimble grows on screes. A thimble's bells are white. Thimble seed ripens late.",
+        "guide.txt",
+    )
+    scope = SearchScope(user_id=user.id)
+    found = await search(
+        services, scope, "How tall does the thimble get?", SearchOptions(mode="bm25", k=2)
+    )
+    assert _ids(found)[0] == table.document_id
+
+
 async def test_every_fallback_layer(services, new_user, monkeypatch):
     user = await new_user("layers")
     doc = await _doc(services, user, LIGHTHOUSE)

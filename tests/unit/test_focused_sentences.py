@@ -125,3 +125,25 @@ def test_a_sentence_holding_more_question_words_beats_one_holding_rarer_ones():
     passages = {"#chk_0000000f": _FORECAST, "#chk_00000010": _DECISIONS}
     focused = focus_passages(question, passages, neighbours=0)
     assert "Region: DACH; Units Y1 (base): 41,200" in focused["#chk_0000000f"]
+
+
+_HEIGHTS = (
+    "Common name: Ember-cup; Flowering months: April – May; Typical height: 8–12 cm. "
+    "Common name: Shepherd's Thimble; Flowering months: June – July; Typical height: 40–60 cm."
+)
+_THIMBLE = (
+    "Shepherd's Thimble is a compact upland foxglove of the screes. "
+    "Its creamy-white bells are freckled inside with maroon spots. "
+    "Like all foxgloves it is poisonous if eaten. "
+    "A pink-flowered form of Shepherd's Thimble was recorded once, in 1997."
+)
+
+
+def test_a_measure_asked_for_keeps_the_row_that_gives_it():
+    """ "How tall" asks for a height: the row under "Typical height" is kept, though it
+    shares only the plant's name with the question."""
+    question = "How tall does Shepherd's Thimble usually get?"
+    passages = {"#chk_00000011": _THIMBLE + " " + _HEIGHTS}
+    focused = focus_passages(question, passages, hits=1, neighbours=0)
+    assert "Typical height: 40–60 cm" in focused["#chk_00000011"]
+    assert "compact upland foxglove" not in focused["#chk_00000011"]
