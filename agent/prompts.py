@@ -325,6 +325,11 @@ NOT_COVERED = (
     "Your documents don't seem to cover this: the closest passages I found are not about it."
 )
 GENERAL_KNOWLEDGE = "From general knowledge, not from your documents: {general}"
+# no general answer: the question names what the documents use, so it is about them
+NOT_COVERED_NAMED = (
+    "Your documents don't seem to cover this: they mention {names}, but none of the passages "
+    "I found is about the question."
+)
 
 NOT_ANSWERED = (
     "I couldn't find the answer in your documents: the passages I found touch on this but "

@@ -11,8 +11,7 @@
                                   -> search_further -> answer_again -> save  (Path A:
                                        nothing asked for was said; once more past them)
                                -> not_covered -> save   (relevance gate: nothing relevant)
-                               -> unanswered  -> save   (Path A: the passages name no year or
-                                                         version the question is about)
+                               -> unanswered  -> save   (Path A: no passage names its year/code)
                                -> web_search  -> save   (nothing relevant for a fresh-facts
                                                          question, key set: documents first)
                                -> decide <-> call_tool  (Path A with tool selection, seed 003:
@@ -51,6 +50,7 @@ from agent.chat.cited_answer import (
     finish_cited_answer,
     not_covered_answer,
     not_covered_messages,
+    not_covered_without_model,
     remember_exchange,
     unanswered_answer,
     unanswered_reason,
@@ -254,9 +254,9 @@ async def call_tool(state: ChatState, runtime: Runtime[Context]) -> dict:
 
 
 async def not_covered(state: ChatState, runtime: Runtime[Context]) -> dict:
-    """The documents do not cover the question: say so, then a brief general answer (or,
-    when the question wants the web and no key is set, say that plainly)."""
-    if fixed := route_record.no_web_answer(state):
+    """The documents do not cover the question: say so, then a brief general answer (or
+    say only that: it wants the web and no key is set, or names what the documents use)."""
+    if fixed := not_covered_without_model(state):
         return answer_update(fixed)
     settings = (await get_services()).settings
     reply = await stream_reply(

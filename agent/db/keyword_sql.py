@@ -253,17 +253,18 @@ async def term_shares(
 
 
 async def question_words_known(
-    conn: Connection, scope: SearchScope, query: str, names: str
-) -> tuple[float, bool]:
+    conn: Connection, scope: SearchScope, query: str, names: list[str]
+) -> tuple[float, list[str]]:
     """How much of ``query`` the visible documents know: the share of its IDF weight held
-    by terms some visible chunk contains, and whether a term of ``names`` (the question's
-    names and figures, as text) is in none of them."""
+    by terms some visible chunk contains; and those of ``names`` (the question's names,
+    figures and acronyms) with a term none of them holds."""
     head, params = _with_idf(scope)
     sql = f"""{head},
-    named AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :names)) u)
-    SELECT coalesce(sum(i.idf) FILTER (WHERE i.df > 0) / nullif(sum(i.idf), 0), 0) AS share,
-           coalesce(bool_or(i.df = 0 AND i.term IN (SELECT term FROM named)), false) AS unknown
-    FROM idf i"""
+    named AS (SELECT n.name, u.lexeme AS term FROM unnest(CAST(:names AS text[])) n(name)
+              CROSS JOIN LATERAL unnest(to_tsvector('english', n.name)) u)
+    SELECT (SELECT coalesce(sum(idf) FILTER (WHERE df > 0) / nullif(sum(idf), 0), 0) FROM idf),
+           coalesce((SELECT array_agg(DISTINCT nm.name ORDER BY nm.name) FROM named nm
+                     LEFT JOIN idf i ON i.term = nm.term WHERE coalesce(i.df, 0) = 0), '{{}}')"""
     rows = await fetch_rows(conn, sql, {**params, "query": query, "names": names})
-    share, unknown = rows[0] if rows else (0.0, False)
-    return float(share or 0.0), bool(unknown)
+    share, unknown = rows[0]
+    return float(share or 0.0), list(unknown)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from agent.db.keyword_sql import question_words_known, term_shares
 from agent.db.scope import SearchScope
 from agent.retrieval.anchors import anchors
 from agent.retrieval.candidates import Found
 from agent.retrieval.reads import Reads
+from agent.retrieval.types import Layer
 
 Scored = list[tuple[uuid.UUID, float]]
 
@@ -24,10 +27,11 @@ WORDS_HELD_CANDIDATES = 3
 
 KNOWN_WORDS_SHARE = 0.4
 """The share of a question's IDF weight the documents in scope must hold, when no chunk is
-near it, for it to be about them (:func:`knows_the_question`). Measured on the questions of
-our three eval sets that no chunk is near: general questions share 0-0.58 ("the speed of
-light in a vacuum" with a novel), questions about the documents 0.46-0.63 ("the name of the
-volunteer lock-keeper's dog": "dog" and "name" are the words the podcast lacks)."""
+near it, for it to be about them (:attr:`QuestionWords.about_the_documents`). Measured on
+the questions of our three eval sets that no chunk is near: general questions share 0-0.58
+("the speed of light in a vacuum" with a novel), questions about the documents 0.46-0.63
+("the name of the volunteer lock-keeper's dog": "dog" and "name" are what the podcast
+lacks)."""
 
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,}\b")
 
@@ -52,20 +56,97 @@ async def held_words(
     return [(cid, fused[cid]) for cid in top if shares.get(cid, 0.0) >= WORDS_HELD_SHARE]
 
 
-async def knows_the_question(reads: Reads, scope: SearchScope, query: str) -> bool:
-    """Whether the documents in scope know what ``query`` is about, though no chunk is
-    near it: they hold most of its words (:data:`KNOWN_WORDS_SHARE`) and every name,
-    figure and acronym it uses.
+async def with_held_words(
+    reads: Reads,
+    scope: SearchScope,
+    query: str,
+    found: Found,
+    scored: Scored,
+    layer: Layer,
+    picked: Scored,
+) -> tuple[Layer, Scored]:
+    """``layer`` and its ``picked`` chunks, with :func:`held_words` when nothing or only
+    loosely similar chunks were found: those alone (the ``keyword`` layer) after
+    ``any_embedded``, joining the loosely similar ones in fused order after
+    ``low_threshold``."""
+    if layer not in ("any_embedded", "low_threshold") or not found.keyword:
+        return layer, picked
+    held = await held_words(reads, scope, query, found, scored)
+    if not held:
+        return layer, picked
+    if layer == "any_embedded":
+        return "keyword", held
+    joined = {c for c, _ in picked + held}
+    return layer, [(c, s) for c, s in scored if c in joined]
+
+
+@dataclass(frozen=True)
+class QuestionWords:
+    """What the documents in scope know of a question no chunk is near: the share of its
+    IDF weight their terms hold, its names (figures and acronyms among them) they never
+    use, and the names it shares with the chunks found for it, as written there."""
+
+    share: float
+    unknown_names: tuple[str, ...]
+    known_names: tuple[str, ...]
+
+    @property
+    def about_the_documents(self) -> bool:
+        """Most of its words and every name it uses are theirs (:data:`KNOWN_WORDS_SHARE`)."""
+        return self.share >= KNOWN_WORDS_SHARE and not self.unknown_names
+
+
+def question_names(query: str) -> list[str]:
+    """The names, figures and acronyms of ``query`` as written (its first word only when
+    it is an acronym): what the documents must know for the question to be about them."""
+    return sorted({w for run in _name_runs(query) for w in run.split()})
+
+
+def _name_runs(query: str) -> list[str]:
+    """:func:`question_names` in the question's order, a run of them one name ("World Cup")."""
+    lowered = anchors(query) | {a.lower() for a in _ACRONYM.findall(query)}
+    runs: list[list[str]] = []
+    last = -2
+    for i, m in enumerate(re.finditer(r"[A-Za-z0-9]+(?:[.,:]\d+)*", query)):
+        word = m.group(0)
+        if len(word) > 1 and word.replace(",", "").lower() in lowered:
+            if i == last + 1 and not word[0].isdigit() and not runs[-1][-1][0].isdigit():
+                runs[-1].append(word)
+            else:
+                runs.append([word])
+            last = i
+    return [" ".join(run) for run in runs]
+
+
+def names_used(query: str, texts: Iterable[str]) -> tuple[str, ...]:
+    """The names of ``query`` (capitalised runs, no figures) that one of ``texts`` writes as
+    the question does: "Ewan" in "kept by Ewan Lutterworth", not "World Cup" in a novel that
+    has a cup and the world."""
+    texts = list(texts)
+    return tuple(
+        name
+        for name in _name_runs(query)
+        if not name[0].isdigit()
+        and any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", t) for t in texts)
+    )
+
+
+async def question_words(
+    reads: Reads, scope: SearchScope, query: str, found: Found
+) -> QuestionWords:
+    """What the documents in scope know of ``query`` (see :class:`QuestionWords`), the
+    chunks ``found`` for it read for its names.
 
     MiniLM puts a question about a notebook's own jargon far from every chunk ("the serial
     number of the multiprobe kept as the main instrument": 0.26 against the header that
     lists "multiprobe #2 (serial MP2-0448)"), and it was answered as not covered, from
     "general knowledge" that the 1.5B model makes up ("serial number 12345", "the
-    lock-keeper's dog is Max"). Such a question is answered from the passages, which say
-    "not found" when they do not hold it. A question naming what the documents never do
-    ("the capital of Peru", "Who won the 2018 World Cup?") stays a general one."""
-    names = " ".join(sorted(anchors(query) | set(_ACRONYM.findall(query))))
-    share, unknown_name = await reads.read(
-        lambda conn: question_words_known(conn, scope, query, names)
+    lock-keeper's dog is Max"). A question :attr:`~QuestionWords.about_the_documents` is
+    answered from the passages, which say "not found" when they do not hold it; one naming
+    what the documents never do ("the capital of Peru", "the 2018 World Cup") stays a
+    general one, unless it names what they do (``known_names``)."""
+    share, unknown = await reads.read(
+        lambda conn: question_words_known(conn, scope, query, question_names(query))
     )
-    return share >= KNOWN_WORDS_SHARE and not unknown_name
+    known = names_used(query, (r.text for r in found.records.values()))
+    return QuestionWords(share, tuple(unknown), known)

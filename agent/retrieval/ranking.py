@@ -21,7 +21,7 @@ from agent.retrieval.clock import SearchClock
 from agent.retrieval.conflicts import keep_both_sides
 from agent.retrieval.diversity import limit_per_group, mmr_order
 from agent.retrieval.fusion import adaptive_fusion, weighted_rrf
-from agent.retrieval.held_words import held_words, knows_the_question
+from agent.retrieval.held_words import question_words, with_held_words
 from agent.retrieval.listings import asks_about_contents, is_listing
 from agent.retrieval.query_vectors import unit
 from agent.retrieval.reads import Reads
@@ -320,14 +320,10 @@ async def rank(
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
-    # nothing (or only loosely) similar to the question, yet a chunk may hold its words
-    loose = layer in ("any_embedded", "low_threshold") and options.mode == "hybrid"
-    if loose and found.keyword and (held := await held_words(reads, scope, query, found, scored)):
-        if layer == "any_embedded":
-            layer, picked = "keyword", held
-        else:  # joining the loosely similar chunks, in fused order
-            joined = {c for c, _ in picked + held}
-            picked = [(c, s) for c, s in scored if c in joined]
+    if (
+        options.mode == "hybrid"
+    ):  # nothing (or only loosely) similar, yet a chunk may hold its words
+        layer, picked = await with_held_words(reads, scope, query, found, scored, layer, picked)
     if layer == "any_embedded" and options.mode == "hybrid" and embed and found.vectors:
         matched, best = await sentence_matches(
             embed,
@@ -341,9 +337,11 @@ async def rank(
         clock.metrics.sentence_similarity = best
         if matched:
             layer, picked = "sentence", matched
-    near_none = layer == "any_embedded" and options.mode == "hybrid"
-    if near_none and await knows_the_question(reads, scope, query):  # their words, after all
-        layer, picked = "question_words", scored
+    if layer == "any_embedded" and options.mode == "hybrid":  # their words, after all?
+        words = await question_words(reads, scope, query, found)
+        clock.metrics.known_names = list(words.known_names)
+        if words.about_the_documents:
+            layer, picked = "question_words", scored
     if layer == "any_chunk":
         layer, picked, extra = await last_resort(reads, scope, found.keyword, options.k)
         found.records.update(extra)

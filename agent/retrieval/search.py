@@ -14,7 +14,7 @@ side failed), ``low_threshold`` (similarity >= 0.3), ``keyword`` (a hit holding 
 question's words: :mod:`~agent.retrieval.held_words`), ``sentence`` (one of the fused best
 holds a sentence near the question: :mod:`~agent.retrieval.sentence_match`),
 ``question_words`` (no chunk is near, but the documents hold the question's words and every
-name it uses: the fused ranking; :func:`~agent.retrieval.held_words.knows_the_question`),
+name it uses: the fused ranking; :class:`~agent.retrieval.held_words.QuestionWords`),
 ``any_embedded`` (nearest chunks, no threshold), ``any_chunk`` (any visible chunk, embedded
 or not), else ``none``. Every chunk says which layer produced it, and so do the metrics kept
 with the answer.

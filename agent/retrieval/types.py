@@ -125,6 +125,8 @@ class RetrievalMetrics:
     average_similarity: float | None = None
     sentence_similarity: float | None = None
     """The best sentence's cosine when no chunk was similar enough (see ``sentence_match``)."""
+    known_names: list[str] = field(default_factory=list)
+    """When no chunk is near the question: its names the documents use (``held_words``)."""
     reranked: bool = False
     cache_hit: bool = False
     timed_out: bool = False

@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 import agent.chat.web as chat_web
+from agent import prompts
 from agent.ingest.pipeline import ingest_bytes
 from agent.memory.corrections import submit_correction
 from agent.retrieval import held_words as held_words_module
@@ -109,24 +110,53 @@ async def test_relevance_gate_says_the_documents_do_not_cover_it(services, new_u
     assert "don't seem to cover" in state["answer"] and state["citations"] == []
 
 
-async def test_a_question_in_the_documents_words_is_answered_from_them(
-    services, new_user, monkeypatch
-):
-    """No passage is near the question, but the notebook holds its words: it is answered
-    from the passages, not as uncovered from general knowledge (where a small model makes
-    up a serial number)."""
+@pytest.fixture
+async def notebook_reader(services, new_user, monkeypatch):
+    """A user with one notebook entry that no question is near (every similarity layer
+    out of reach, and no one chunk holding the question's words)."""
     user = await new_user("own-words")
-    body = b"Instruments: multiprobe number two (serial MP2-0448), kept for the whole season."
+    body = (
+        b"Instruments: multiprobe number two (serial MP2-0448), kept for the whole season"
+        b" by Ewan Lutterworth."
+    )
     await ingest_bytes(services, user.id, body, "notebook.txt")
     for name in ("threshold_specific", "threshold_fallback", "threshold_sentence"):
         monkeypatch.setattr(services.settings, name, 0.995)
-    monkeypatch.setattr(held_words_module, "WORDS_HELD_SHARE", 1.01)  # no one chunk holds it
+    monkeypatch.setattr(held_words_module, "WORDS_HELD_SHARE", 1.01)
+    return user
+
+
+async def test_a_question_in_the_documents_words_is_answered_from_them(notebook_reader):
+    """No passage is near the question, but the notebook holds its words: it is answered
+    from the passages, not as uncovered from general knowledge (where a small model makes
+    up a serial number)."""
     state = await graph.ainvoke(
-        _ask("Which serial number has the multiprobe we kept?"), context=Context(user=user.name)
+        _ask("Which serial number has the multiprobe we kept?"),
+        context=Context(user=notebook_reader.name),
     )
     assert state["retrieval"]["layer"] == "question_words"
     assert state["model_used"] != "no_context_response" and "MP2-0448" in state["answer"]
     assert set(cited_ids(state["answer"])) <= set(state["chunk_map"]) and state["citations"]
+
+
+async def test_a_question_naming_what_the_documents_use_gets_no_general_answer(
+    notebook_reader, recording
+):
+    """A question the notebook cannot answer, about someone it names: "not covered",
+    naming him, with no general answer made up and no model call; a question naming
+    nothing of the notebook's still gets its general answer."""
+    state = await graph.ainvoke(
+        _ask("What is Ewan's favourite colour?"), context=Context(user=notebook_reader.name)
+    )
+    assert state["retrieval"]["layer"] == "any_embedded"
+    assert state["retrieval"]["known_names"] == ["Ewan"]
+    assert state["answer"] == prompts.NOT_COVERED_NAMED.format(names="“Ewan”")
+    assert state["model_used"] == "no_context_response" and recording.prompts == []
+    general = await graph.ainvoke(
+        _ask("What is the capital of Peru?"), context=Context(user=notebook_reader.name)
+    )
+    assert general["retrieval"]["known_names"] == [] and len(recording.prompts) == 1
+    assert "From general knowledge" in general["answer"]
 
 
 async def test_web_search_path(services, new_user, monkeypatch):
