@@ -25,7 +25,8 @@ stats AS (
            greatest(coalesce(sum(v.keyword_tokens), 0)::float8
                     / greatest(coalesce(sum(v.keyword_chunks), 0), 1), 1) AS avgdl
     FROM visible v),
-q AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
+q AS (SELECT DISTINCT u.lexeme AS term
+       FROM unnest(to_tsvector('english', quire_keyword_text(:query))) u),
 shared AS MATERIALIZED (SELECT v.id FROM visible v WHERE v.user_id <> :scope_user),
 """
 
@@ -261,7 +262,7 @@ async def question_words_known(
     head, params = _with_idf(scope)
     sql = f"""{head},
     named AS (SELECT n.name, u.lexeme AS term FROM unnest(CAST(:names AS text[])) n(name)
-              CROSS JOIN LATERAL unnest(to_tsvector('english', n.name)) u)
+              CROSS JOIN LATERAL unnest(to_tsvector('english', quire_keyword_text(n.name))) u)
     SELECT (SELECT coalesce(sum(idf) FILTER (WHERE df > 0) / nullif(sum(idf), 0), 0) FROM idf),
            coalesce((SELECT array_agg(DISTINCT nm.name ORDER BY nm.name) FROM named nm
                      LEFT JOIN idf i ON i.term = nm.term WHERE coalesce(i.df, 0) = 0), '{{}}')"""

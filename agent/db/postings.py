@@ -111,8 +111,9 @@ async def library_state(
     ((fingerprint, terms),) = await fetch_rows(
         conn,
         f"SELECT {fingerprint}, "
-        "(SELECT coalesce(json_agg(tsvector_to_array(to_tsvector('english', q.t)) "
-        "ORDER BY q.n), '[]') FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY q(t, n))",
+        "(SELECT coalesce(json_agg(tsvector_to_array("
+        "to_tsvector('english', quire_keyword_text(q.t))) ORDER BY q.n), '[]') "
+        "FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY q(t, n))",
         {**params, "queries": list(queries)},
     )
     return LibraryState(fingerprint, tuple(tuple(t) for t in terms))

@@ -115,7 +115,8 @@ async def search_turns(
 
 
 _KEYWORD_SEARCH = """
-WITH terms AS (SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', :query)) u),
+WITH terms AS (SELECT DISTINCT u.lexeme AS term
+               FROM unnest(to_tsvector('english', quire_keyword_text(:query))) u),
 query AS (SELECT CAST(string_agg(quote_literal(term), ' | ') AS tsquery) AS q FROM terms),
 own AS (
     SELECT t.id, t.tsv FROM chat_turn_embeddings t

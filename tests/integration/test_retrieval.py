@@ -343,6 +343,32 @@ async def test_the_keyword_side_searches_for_the_measure_a_question_asks_about(s
     assert _ids(found)[0] == table.document_id
 
 
+async def test_an_acronym_that_is_a_stop_word_keeps_its_keyword(services, new_user):
+    """ "DO" (dissolved oxygen) and "IT" written in capitals are keywords; "do" and "it" in
+    lower case stay stop words, in the chunks and in the question."""
+    user = await new_user("acronyms")
+    readings = await _fixed_doc(services, user, "Site S4 at noon: DO (mg/L) 5.9, pH 7.6.")
+    await ingest_bytes(
+        services, user.id, b"Site S4: we do the readings at noon; it rained.", "diary.txt"
+    )
+    await ingest_bytes(services, user.id, b"The IT desk opens at nine.", "desk.txt")
+    scope = SearchScope(user_id=user.id)
+    bm25 = SearchOptions(mode="bm25", k=3, use_cache=False)
+    found = await search(services, scope, "What was the DO at S4?", bm25)
+    assert _ids(found)[0] == readings.document_id
+    assert found.chunks[0].keyword_score > found.chunks[1].keyword_score
+    assert len(_ids(await search(services, scope, "Who runs IT?", bm25))) == 1
+    assert _ids(await search(services, scope, "what do they do?", bm25)) == []
+    async with services.engine.connect() as conn:
+        lexemes = (
+            await conn.execute(
+                text("SELECT tsv::text FROM child_chunks WHERE document_id = :d"),
+                {"d": readings.document_id},
+            )
+        ).scalar_one()
+    assert "'doacronym'" in lexemes
+
+
 async def test_every_fallback_layer(services, new_user, monkeypatch):
     user = await new_user("layers")
     doc = await _doc(services, user, LIGHTHOUSE)
