@@ -49,8 +49,11 @@ def overview_fallback() -> dict:
 
 
 def falls_back_to_web(state: Mapping[str, Any]) -> bool:
-    """Retrieval found nothing relevant for a fresh-facts question and a web key is set."""
-    return not state.get("relevant") and state.get("web_plan") == "fallback"
+    """Retrieval found nothing relevant for a fresh-facts question and a web key is set: no
+    passage at all, or none near the question but the documents hold its words (layer
+    ``question_words``: they know what it is about, not today's facts)."""
+    missed = (state.get("retrieval") or {}).get("layer") == "question_words"
+    return (missed or not state.get("relevant")) and state.get("web_plan") == "fallback"
 
 
 def no_web_answer(state: Mapping[str, Any]) -> Answer | None:

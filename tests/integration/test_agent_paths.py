@@ -159,6 +159,26 @@ async def test_a_question_naming_what_the_documents_use_gets_no_general_answer(
     assert "From general knowledge" in general["answer"]
 
 
+async def test_a_fresh_facts_question_only_in_the_documents_words_goes_to_the_web(
+    services, notebook_reader, monkeypatch
+):
+    """The notebook holds the question's words but no passage is near it: with a web key, a
+    question wanting today's facts goes to the web, as when nothing was found."""
+
+    async def fake_search(query, settings):
+        return [WebResult("#web_1", "Probes", "https://probes.example", "£900.", "probes.example")]
+
+    monkeypatch.setattr(services.settings, "serpapi_api_key", SecretStr("test-key"))
+    monkeypatch.setattr(chat_web, "search_web", fake_search)
+    monkeypatch.setattr(held_words_module, "KNOWN_WORDS_SHARE", 0.1)  # "latest", "price"
+    state = await graph.ainvoke(
+        _ask("What is the latest price of the multiprobe we kept?"),
+        context=Context(user=notebook_reader.name),
+    )
+    assert state["retrieval"]["layer"] == "question_words"
+    assert state["route"] == "web_search" and state["sources"] == ["https://probes.example"]
+
+
 async def test_web_search_path(services, new_user, monkeypatch):
     user = await new_user("web")
     off = await graph.ainvoke(
