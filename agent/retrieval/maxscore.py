@@ -72,7 +72,7 @@ def maxscore_top_k(
     n = len(chunk_tokens)
     scratch = scratch if scratch is not None else MaxScoreScratch.for_rows(n)
     acc, mark = scratch.scores[:n], scratch.positions[:n]
-    remaining = sum(t[0] for t in lists)
+    remaining = _bounds_left(lists, 0)
     best = np.zeros(0, dtype=np.int64)  # rows of the k best scores so far
     kth = 0.0
     done = 0
@@ -82,8 +82,8 @@ def maxscore_top_k(
             bound, idf, rows, tf = lists[done]
             kernels.add_term(acc, rows, tf, chunk_tokens, c0, c1, idf * k1p1)
             scored.append(rows)
-            remaining -= bound
             done += 1
+            remaining = _bounds_left(lists, done)
             best, kth = kernels.best_rows(acc, rows, best, k, kth, mark)
             if done < len(lists) and len(best) >= k and remaining < kth:
                 break  # a row none of these matched cannot reach the top k
@@ -93,7 +93,7 @@ def maxscore_top_k(
         for rows in scored:
             kernels.clear_rows(acc, rows)
     count = len(candidates)
-    for bound, idf, rows, tf in lists[done:]:
+    for _bound, idf, rows, tf in lists[done:]:
         # rows that cannot reach the k-th best even with every term left are dropped
         cut = kth if len(best) >= k else -np.inf
         count = kernels.add_term_at(
@@ -110,13 +110,21 @@ def maxscore_top_k(
             cut,
             mark,
         )
-        remaining -= bound
+        done += 1
+        remaining = _bounds_left(lists, done)
     candidates, scores = candidates[:count], scores[:count]
     if count > k:
         kth = np.partition(scores, count - k)[count - k]
         keep = scores >= kth  # ties at the edge all stay
         candidates, scores = candidates[keep], scores[keep]
     return candidates, scores
+
+
+def _bounds_left(lists: Sequence[TermList], done: int) -> float:
+    """The bounds of the terms after the first ``done`` added up afresh (0.0 when none is
+    left): subtracting each from a running sum left a residue of about 1e-16, and a floor
+    of ``kth - remaining`` then dropped the row tied with the k-th best score."""
+    return float(sum(t[0] for t in lists[done:]))
 
 
 def _take_reaching(

@@ -122,3 +122,20 @@ def test_kernels_compile_where_numba_cannot_cache():
     namespace: dict = {}
     exec("def twice(x):\n    return 2 * x", namespace)
     assert bm25_kernels.compiled(namespace["twice"])(21) == 42
+
+
+def test_the_row_at_the_kth_score_stays_when_the_bounds_do_not_add_up_exactly():
+    """Three terms whose bounds, summed then taken off one by one, leave -1e-15 (not 0):
+    scored in full (fewer than ``k`` rows match the first two), the k-th best row must
+    still reach the floor ``kth - remaining``."""
+    bounds = [3.944, 4.753, 0.654]
+    assert sum(bounds) - bounds[0] - bounds[1] - bounds[2] < 0  # the residue this is about
+    tokens = np.full(10, 10.0, dtype=np.float32)
+    one = np.ones(3, np.int32)
+    lists = [
+        (bounds[0], 1.5, np.array([0, 1, 2], np.int32), one),
+        (bounds[1], 2.0, np.array([3, 4, 5], np.int32), one),
+        (bounds[2], 0.3, np.array([6, 7, 8], np.int32), np.array([3, 2, 1], np.int32)),
+    ]
+    rows, _ = maxscore_top_k(lists, tokens, 10.0, BM25, 7)
+    assert sorted(rows.tolist()) == [0, 1, 2, 3, 4, 5, 6]
