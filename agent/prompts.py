@@ -321,15 +321,11 @@ How to answer:
 - Look actively for disagreements between passages (dates, numbers, names, claims). If any exist, add a section titled "CONFLICT DETECTED" that states each version with its id and asks the user which source to trust.
 - If the passages are not enough to answer, say clearly what is missing. Do not use outside knowledge."""
 
-NOT_COVERED = (
-    "Your documents don't seem to cover this: the closest passages I found are not about it."
-)
+_NOT_COVERED_LEAD = "Your documents don't seem to cover this: "
+NOT_COVERED = _NOT_COVERED_LEAD + "the closest passages I found are not about it."
 GENERAL_KNOWLEDGE = "From general knowledge, not from your documents: {general}"
 # no general answer: the question names what the documents use, so it is about them
-NOT_COVERED_NAMED = (
-    "Your documents don't seem to cover this: they mention {names}, but none of the passages "
-    "I found is about the question."
-)
+NOT_COVERED_NAMED = _NOT_COVERED_LEAD + "they mention {names}, but no passage I found is about it."
 
 NOT_ANSWERED = (
     "I couldn't find the answer in your documents: the passages I found touch on this but "
@@ -340,8 +336,7 @@ NOT_ANSWERED = (
 QUOTED_ANSWER = "Your documents say: “{sentence}” {citation}"
 
 NOT_COVERED_NO_WEB = (
-    "Your documents don't seem to cover this: the closest passages I found are not about it, "
-    "and it needs outside or current information. " + WEB_NOT_CONFIGURED
+    NOT_COVERED[:-1] + ", and it needs outside or current information. " + WEB_NOT_CONFIGURED
 )
 
 NOT_COVERED_SYSTEM = """You are {name}, an assistant for the user's documents. The user's documents do not cover the question.
