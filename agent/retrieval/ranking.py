@@ -338,7 +338,9 @@ async def rank(
         if matched:
             layer, picked = "sentence", matched
     if layer == "any_embedded" and options.mode == "hybrid":  # their words, after all?
-        words = await question_words(reads, scope, query, found)
+        words = await question_words(
+            reads, scope, query, found, max(similarity.values(), default=0.0)
+        )
         clock.metrics.known_names = list(words.known_names)
         if words.about_the_documents:
             layer, picked = "question_words", scored

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.retrieval.held_words import (
+    KNOWN_NEAREST,
     KNOWN_WORDS_SHARE,
     QuestionWords,
     names_used,
@@ -28,9 +29,11 @@ def test_a_questions_names_are_its_capitalised_words_figures_and_acronyms(questi
 
 
 def test_a_question_is_about_the_documents_when_they_hold_its_words_and_names():
-    assert QuestionWords(KNOWN_WORDS_SHARE, (), ("Ewan",)).about_the_documents
-    assert not QuestionWords(0.9, ("Peru",), ()).about_the_documents  # a name they lack
-    assert not QuestionWords(KNOWN_WORDS_SHARE - 0.01, (), ()).about_the_documents
+    assert QuestionWords(KNOWN_WORDS_SHARE, (), ("Ewan",), KNOWN_NEAREST).about_the_documents
+    assert not QuestionWords(0.9, ("Peru",), (), 0.5).about_the_documents  # a name they lack
+    assert not QuestionWords(KNOWN_WORDS_SHARE - 0.01, (), (), 0.5).about_the_documents
+    # their words, but far from every chunk: "the speed of light in a vacuum" and a novel
+    assert not QuestionWords(0.58, (), (), KNOWN_NEAREST - 0.03).about_the_documents
 
 
 def test_a_name_is_used_when_a_text_writes_it_as_the_question_does():
