@@ -211,14 +211,7 @@ def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[B
     ]
 
 
-def names_the_documents_use(state: Mapping[str, Any]) -> list[str]:
-    """The question's names that the documents use, when no passage was near it
-    (``known_names`` of the retrieval): it is about their world, and a general answer
-    would be made up ("Elspeth's late husband was John")."""
-    return list((state.get("retrieval") or {}).get("known_names") or [])
-
-
-def named_not_covered_answer(names: list[str], state: Mapping[str, Any]) -> Answer:
+def _named_not_covered_answer(names: list[str], state: Mapping[str, Any]) -> Answer:
     """The not-covered notice naming what the documents do mention, with no general answer
     (written without a model)."""
     listed = ", ".join(f"“{n}”" for n in names[:-1])
@@ -232,11 +225,13 @@ def named_not_covered_answer(names: list[str], state: Mapping[str, Any]) -> Answ
 
 def not_covered_without_model(state: Mapping[str, Any]) -> Answer | None:
     """The not-covered reply when no general answer is wanted: the question needs the web
-    and no key is set, or it names what the documents use; ``None`` otherwise."""
+    and no key is set, or it names what the documents use (``known_names`` of the
+    retrieval: it is about their world, and a general answer would be made up, "Elspeth's
+    late husband was John"); ``None`` otherwise."""
     if fixed := no_web_answer(state):
         return fixed
-    names = names_the_documents_use(state)
-    return named_not_covered_answer(names, state) if names else None
+    names = (state.get("retrieval") or {}).get("known_names") or []
+    return _named_not_covered_answer(list(names), state) if names else None
 
 
 def not_covered_answer(general: str, state: Mapping[str, Any], *, tokens: int) -> Answer:

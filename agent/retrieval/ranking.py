@@ -320,9 +320,7 @@ async def rank(
     layer, picked = apply_layers(
         scored, similarity, found.dense, options, settings.threshold_fallback, keyword_failed
     )
-    if (
-        options.mode == "hybrid"
-    ):  # nothing (or only loosely) similar, yet a chunk may hold its words
+    if options.mode == "hybrid":  # nothing or little is similar; a chunk may hold its words
         layer, picked = await with_held_words(reads, scope, query, found, scored, layer, picked)
     if layer == "any_embedded" and options.mode == "hybrid" and embed and found.vectors:
         matched, best = await sentence_matches(
