@@ -27,6 +27,7 @@ from agent.retrieval.citations import (
     unknown_citations,
 )
 from agent.retrieval.echoes import without_example_echoes
+from agent.retrieval.held_figures import figures_unheld
 from agent.retrieval.pinned_figures import passage_texts, pin_unheld
 from agent.retrieval.pointers import (
     says_nothing_new,
@@ -156,7 +157,8 @@ def finish_grounded(
     question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
     answered" reply, as does one that leaves a question asking for a name or an amount
     without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
-    year or a version no passage names (:func:`pin_unheld`); one that is
+    year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
+only in figures no passage holds (:func:`figures_unheld`); one that is
     only a citation id becomes the sentence of that passage which best matches the
     question, quoted (:func:`pointed_sentence`).
     """
@@ -176,8 +178,9 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        if question and pin_unheld(question, passage_texts(retrieved)):
-            text = prompts.NOT_ANSWERED  # what it gives is another year's or release's
+        passages = passage_texts(retrieved)
+        if question and (pin_unheld(question, passages) or figures_unheld(text, question, passages)):
+            text = prompts.NOT_ANSWERED  # another year's figure, or one no passage gives
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}

@@ -10,8 +10,9 @@ what each cell is, and as one sentence it is what a focused passage keeps
 
 The header row is known from the markup where the format has one (HTML ``th``, Markdown's
 separator line, PowerPoint's header-row flag, Word's repeated header row); otherwise a first
-row counts as the header when each of its cells is a short label without digits and the table
-has at least three columns, or two over rows whose second cells describe at length ("Role |
+row counts as the header when each of its cells is a short label without digits, or one
+naming a column of figures by its period ("Tonnes 2025", "Q3"), and the table has at least
+three columns, or two over rows whose second cells describe at length ("Role |
 Responsibility"): a two-column table is as often label | value pairs.
 """
 
@@ -24,6 +25,11 @@ from agent.ingest.document import squash
 
 # a column name: opens with a letter, holds no digit ("Q3 revenue" is a value-like label)
 _LABEL = re.compile(r"^[^\W\d_][^\d]{0,40}$")
+# a period naming a column of figures: a year ("2025", "2024/25"), a quarter, half, fiscal
+# year or numbered year ("Q3", "H1", "FY2024", "Y1")
+_PERIOD = re.compile(r"\b(?:(?:19|20)\d{2}(?:[/-]\d{2,4})?|(?:FY|Q|H|Y)\s?\d{1,4})\b")
+_LABEL_OR_EMPTY = re.compile(r"^(?:[^\W\d_][^\d]{0,40})?$")
+_FIGURE_CELL = re.compile(r"^(?:[A-Z]{3}\s)?[-+−(~≈]?\s?[£$€¥]?\s?\d")
 _MARKDOWN_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
@@ -32,12 +38,27 @@ DESCRIBED_WORDS = 6
 of short labels ("Role | Responsibility" over sentences of duties), not a label-value pair."""
 
 
+def _period_label(cell: str, column: Sequence[str]) -> bool:
+    """Whether ``cell`` names a column of figures by a period ("Tonnes 2025", "Q3", "FY2024
+    revenue", "Units Y1 (base)"): a label once its periods are left out, over a column whose
+    cells are mostly figures."""
+    if not _PERIOD.search(cell) or not _LABEL_OR_EMPTY.match(_PERIOD.sub("", cell).strip()):
+        return False
+    values = [c for c in column if c]
+    return bool(values) and 2 * sum(bool(_FIGURE_CELL.match(c)) for c in values) >= len(values)
+
+
 def looks_like_header(row: Sequence[str], rows: int, later: Sequence[Sequence[str]] = ()) -> bool:
     """Whether ``row``, the first of ``rows`` rows, names the columns of a table whose
     markup does not say (see the module docs); ``later``: the rows under it, which tell a
-    two-column table's header of labels over descriptions from a first label-value pair."""
-    if rows < 2 or not all(_LABEL.match(cell) and len(cell.split()) <= 5 for cell in row):
+    two-column table's header of labels over descriptions from a first label-value pair,
+    and a column of figures named by a period ("Tonnes 2025") from a row of values."""
+    if rows < 2 or not row or not _LABEL.match(row[0]):
         return False
+    for i, cell in enumerate(row):
+        column = [r[i] for r in later if len(r) == len(row)]
+        if len(cell.split()) > 5 or not (_LABEL.match(cell) or _period_label(cell, column)):
+            return False
     if len(row) >= 3:
         return True
     described = [r[1] for r in later if len(r) == 2]

@@ -9,8 +9,11 @@ documents were searched and do not say it.
 
 Only questions that plainly ask for a figure count: "How many …", "How old/tall/high/far/
 heavy …", "How much …" about money or weight ("How much did Wolves pay…", "How much a year
-…"), "What/Which/In what year …", "What percentage/fee/sum …". "How long" and "How big" may be
-answered in words ("for a long time", "as large as a house"), so they never do. An answer
+…"), "What/Which/In what year …", "What percentage/fee/sum …". "What is the price/cost/
+population …" too. "How long" and "How big" may be answered in words ("for a long time",
+"as large as a house"), so they count only as "How long does … take/last", which asks for
+a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
+none. An answer
 gives an amount when it holds a number the question lacks, a number word (three, hundred,
 dozen, half, twice…), a quantifier that answers "how many" (none, no, both, several, few,
 many, all), or a currency sign: the check only ever takes an answer that certainly gives
@@ -31,7 +34,18 @@ _MONEY_OR_WEIGHT = (
 _ASKS_AMOUNT = re.compile(
     r"\bhow\s+(?:many|old|tall|high|far|heavy)\b|"
     rf"\bhow\s+much\b[^?]*\b(?:{_MONEY_OR_WEIGHT})\b|"
-    r"\b(?:what|which)\s+(?:year|percentage|per\s*cent|percent|fee|sum|amount|salary)\b",
+    r"\b(?:what|which)\s+(?:year|percentage|per\s*cent|percent|fee|sum|amount|salary|price)\b|"
+    r"\bwhat\s+(?:is|was|are|were)\s+the\s+(?:price|cost|fee|fare|salary|population|turnover|"
+    r"revenue|budget|percentage|age|height|weight|distance)\b",
+    re.IGNORECASE,
+)
+_ASKS_DURATION = re.compile(
+    r"\bhow\s+long\s+(?:does|did|do|will|would|should|can|could)\b[^?]*\b(?:take|last)\b", re.I
+)
+_TIME_WORDS = re.compile(
+    r"\b(?:seconds?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|fortnights?|months?|"
+    r"years?|decades?|centur(?:y|ies)|mornings?|afternoons?|evenings?|overnight|ages|"
+    r"forever|moments?|instant|while)\b",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -52,7 +66,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 def asks_for_an_amount(question: str) -> bool:
     """Whether ``question`` plainly asks for a figure (see the module docs)."""
-    return bool(_ASKS_AMOUNT.search(question))
+    return bool(_ASKS_AMOUNT.search(question) or _ASKS_DURATION.search(question))
 
 
 def _amount_words(text: str) -> set[str]:
@@ -68,6 +82,8 @@ def gives_no_amount_asked(answer: str, question: str) -> bool:
     plain = CITATION_RE.sub(" ", answer)
     if has_caseless_letters(plain):
         return False  # a caseless script: its number words are not ours to read
+    if _ASKS_DURATION.search(question) and not _ASKS_AMOUNT.search(question):
+        return not _TIME_WORDS.search(plain)
     if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
     return not _amount_words(plain) - _amount_words(question)

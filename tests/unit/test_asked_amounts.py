@@ -20,6 +20,9 @@ from agent.retrieval.asked_amounts import asks_for_an_amount, gives_no_amount_as
         ("What fee did Wolves pay Leicester for Roberts?", True),
         ("How much does Jane love Bingley?", False),  # "very much" answers it
         ("How long did Alice fall?", False),  # "a long time" may answer it
+        ("How long does the Beacon Traverse take?", True),  # a duration
+        ("What is the population of Lisbon?", True),
+        ("What price did the cider maker pay?", True),
         ("What does the Caterpillar smoke?", False),
     ],
 )
@@ -45,6 +48,22 @@ def test_only_plain_questions_for_a_figure_ask_for_an_amount(question, asks):
 def test_an_answer_gives_an_amount_with_a_number_a_number_word_or_a_quantifier(answer, none_given):
     question = "How many inches does the Caterpillar say is a very good height?"
     assert gives_no_amount_asked(answer, question) is none_given
+
+
+@pytest.mark.parametrize(
+    ("answer", "none_given"),
+    [
+        ("The Beacon Traverse takes 14 km. #chk_4fa26769", True),  # a distance, no time
+        ("It is a strenuous route over Beacon Pike.", True),
+        ("Allow one hour #chk_4fa26769.", False),
+        ("About 5 h.", False),
+        ("It takes most of the afternoon.", False),
+    ],
+)
+def test_a_question_how_long_something_takes_asks_for_a_stretch_of_time(answer, none_given):
+    assert gives_no_amount_asked(answer, "How long does the Beacon Traverse take?") is none_given
+    # how long a thing is may be answered in any measure
+    assert not gives_no_amount_asked(answer, "How long is the Beacon Traverse?")
 
 
 def test_a_number_the_question_gives_is_no_answer():

@@ -34,10 +34,26 @@ def test_empty_cells_are_left_out_and_a_merged_row_is_joined():
     assert table_lines(rows) == ["Plant: Kale; Colour: silver.", "Note: all hardy"]
 
 
+def test_columns_of_figures_named_by_a_period_are_a_header():
+    harvest = [
+        ["Variety", "Tonnes 2024", "Tonnes 2025", "Main buyer"],
+        ["Bramley", "412", "388", "Hartwell Ciders"],
+        ["Discovery", "98", "120", "Greenleaf Markets"],
+    ]
+    assert table_lines(harvest)[0] == (
+        "Variety: Bramley; Tonnes 2024: 412; Tonnes 2025: 388; Main buyer: Hartwell Ciders."
+    )
+    assert table_lines([["Item", "Q1", "Q2"], ["Rent", "10", "12"]]) == [
+        "Item: Rent; Q1: 10; Q2: 12."
+    ]
+
+
 def test_a_first_row_of_values_or_two_columns_is_no_header_unless_the_markup_says():
-    figures = [["Item", "Q1", "Q2"], ["Rent", "10", "12"]]
-    assert not looks_like_header(figures[0], 2)  # "Q1" holds a digit
-    assert table_lines(figures) == ["Item | Q1 | Q2", "Rent | 10 | 12"]
+    figures = [["Q3 revenue", "4.2", "5.1"], ["Q4 revenue", "4.4", "5.0"]]
+    assert not looks_like_header(figures[0], 2, figures[1:])  # a row label and its figures
+    assert table_lines(figures) == ["Q3 revenue | 4.2 | 5.1", "Q4 revenue | 4.4 | 5.0"]
+    rooms = [["Room 101", "Block B2", "Level 3"], ["Room 102", "Block C1", "Level 2"]]
+    assert table_lines(rooms) == ["Room 101 | Block B2 | Level 3", "Room 102 | Block C1 | Level 2"]
     pairs = [["Name", "Priya Oststrand"], ["Role", "Manager"]]
     assert table_lines(pairs) == ["Name | Priya Oststrand", "Role | Manager"]
     duties = [

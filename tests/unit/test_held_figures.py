@@ -1,0 +1,74 @@
+"""An amount asked for and answered with a figure no passage holds gets the "not found"
+reply; a figure a passage states, in digits, in words or as money, stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import prompts
+from agent.chat.answering import finish_grounded
+from agent.retrieval.held_figures import figure_values, figures_unheld
+
+STORY = (
+    "Every evening at six, Odile Marchetti climbed the iron ladder. The council had replaced "
+    "every other lamp with electric ones in 1931. Bastien liked to say the pole had lit "
+    "eleven thousand evenings before she was born. On the eighth night he asked why. Teodor "
+    "collected two hundred signatures. Odile lit it for another nineteen years."
+)
+HARVEST = (
+    "Variety: Bramley; Tonnes 2024: 412; Tonnes 2025: 388; Main buyer: Hartwell Ciders. "
+    "Variety: Cox; Tonnes 2024: 156; Tonnes 2025: 171; Main buyer: farm shop. The surplus "
+    "was £94,000, of which £60,000 is paid to members. Membership grew from 37 to 41 growers."
+)
+PRICES = "Item | Price (£) | Stock. Widget | 12.50 | 40."
+
+
+def test_figures_are_read_in_digits_and_in_words():
+    assert figure_values("1,931 and 3.5") == {1931.0, 3.5}
+    assert figure_values(STORY) >= {6.0, 1931.0, 11_000.0, 8.0, 200.0, 19.0}
+    assert figure_values("one hundred and five, forty-two") == {105.0, 42.0}
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "passage", "unheld"),
+    [
+        ("Odile was 89 years old when she retired #chk_a.", "How old was Odile?", STORY, True),
+        ("She lit it for 19 more years.", "How many years did Odile light it?", STORY, False),
+        ("He collected two hundred.", "How many signatures did Teodor collect?", STORY, False),
+        ("He collected 200 #chk_a.", "How many signatures did Teodor collect?", STORY, False),
+        # a harvest's tonnes are no price
+        ("Hartwell paid £171 per tonne.", "What price per tonne did Hartwell pay?", HARVEST, True),
+        ("£60,000 is paid to members.", "How much is paid to members?", HARVEST, False),
+        ("It grew by 4 growers.", "How many growers joined?", HARVEST, False),  # 41 - 37
+        ("A widget costs £12.50.", "What is the price of a widget?", PRICES, False),  # heading
+        ("A widget costs £40.", "What is the price of a widget?", PRICES, True),  # the stock
+        # not a question for an amount, or no figure to check: other checks' cases
+        ("Odile was 89.", "Who lit the lamp?", STORY, False),
+        ("Nobody knows.", "How old was Odile?", STORY, False),
+    ],
+)
+def test_an_amount_is_held_only_where_a_passage_states_it(answer, question, passage, unheld):
+    assert figures_unheld(answer, question, [passage]) is unheld
+
+
+def test_a_hybrid_answer_with_an_invented_age_is_not_found():
+    retrieved = [{"id": "#chk_aca7f632", "chunk_id": "c1", "text": STORY, "source": "Story"}]
+    question = "How old was Odile when she retired?"
+    invented = finish_grounded(
+        "Odile was 89 years old when she retired #chk_aca7f632.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question=question,
+    )
+    assert invented.text == prompts.NOT_ANSWERED and invented.citations == []
+    held = finish_grounded(
+        "Teodor collected 200 signatures #chk_aca7f632.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question="How many signatures did Teodor collect?",
+    )
+    assert "200" in held.text and len(held.citations) == 1
