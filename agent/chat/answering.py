@@ -17,7 +17,7 @@ from langchain_core.messages import (
 from agent import prompts
 from agent.retrieval.anchors import all_invented, without_invented_claims
 from agent.retrieval.asked_amounts import gives_no_amount_asked
-from agent.retrieval.asked_names import names_nothing_asked
+from agent.retrieval.asked_names import names_nothing_asked, names_unheld
 from agent.retrieval.citations import (
     CitableChunk,
     cited_ids,
@@ -139,28 +139,29 @@ def finish_grounded(
 ) -> Answer:
     """Guard the citations of a generated answer and collect citations and sources.
 
-    ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
-    A sentence said twice keeps its first copy only (:func:`without_repeated_sentences`).
-    With the ``question``, sentences copied from the worked examples go first (an answer
-    made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
-    then those stating a name or number that neither it nor any passage holds
-    (:func:`without_invented_claims`; on the hybrid path an answer citing nothing whose
-    every sentence is such becomes the plain "not answered" reply), and a citation goes
-    to the passage holding what its sentence adds to the question. A passage label the
-    model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
+        ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+        A sentence said twice keeps its first copy only (:func:`without_repeated_sentences`).
+        With the ``question``, sentences copied from the worked examples go first (an answer
+        made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
+        then those stating a name or number that neither it nor any passage holds
+        (:func:`without_invented_claims`; on the hybrid path an answer citing nothing whose
+        every sentence is such becomes the plain "not answered" reply), and a citation goes
+        to the passage holding what its sentence adds to the question. A passage label the
+        model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
 
-    On the hybrid path: sentences after the first that only say where the answer is written
-    ("This is stated in the passage #chk_…") are dropped (:func:`without_pointer_sentences`);
-    openers naming the prompt's passages ("According to the context passage, …") go
-    (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
-    its citations (:func:`without_absence_citations`); and an answer that says nothing the
-    question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
-    answered" reply, as does one that leaves a question asking for a name or an amount
-    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
-    year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
-only in figures no passage holds (:func:`figures_unheld`); one that is
-    only a citation id becomes the sentence of that passage which best matches the
-    question, quoted (:func:`pointed_sentence`).
+        On the hybrid path: sentences after the first that only say where the answer is written
+        ("This is stated in the passage #chk_…") are dropped (:func:`without_pointer_sentences`);
+        openers naming the prompt's passages ("According to the context passage, …") go
+        (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
+        its citations (:func:`without_absence_citations`); and an answer that says nothing the
+        question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
+        answered" reply, as does one that leaves a question asking for a name or an amount
+        without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
+        year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
+    only in figures no passage holds (:func:`figures_unheld`), or the name or person asked for
+    only in names no passage holds (:func:`names_unheld`); one that is
+        only a citation id becomes the sentence of that passage which best matches the
+        question, quoted (:func:`pointed_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -179,8 +180,12 @@ only in figures no passage holds (:func:`figures_unheld`); one that is
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
         passages = passage_texts(retrieved)
-        if question and (pin_unheld(question, passages) or figures_unheld(text, question, passages)):
-            text = prompts.NOT_ANSWERED  # another year's figure, or one no passage gives
+        if question and (
+            pin_unheld(question, passages)
+            or figures_unheld(text, question, passages)
+            or names_unheld(text, question, passages)
+        ):
+            text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
     by_id = {c["id"]: c for c in retrieved}

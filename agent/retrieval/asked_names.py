@@ -13,12 +13,21 @@ never does. An answer names something when it holds a capitalised word the quest
 (a title such as "Mr" or a sentence's "The" does not count), a quotation, a number the
 question lacks, or letters of a script without case: the check only ever takes an answer
 that certainly names nothing new.
+
+:func:`names_unheld` takes the other side: "What is the name of Mr. Darcy's younger
+sister?" answered "…is Mary #chk_…" when no passage shown names Mary. For a question asking
+for a name or a person or thing ("Who …", "Whom …", "Whose …", "Which …"), an answer whose
+every new name is in no passage (nor in a passage's label, where a chapter's title is) gives
+the model's guess, not the documents' answer. The first word of a sentence counts as a name
+when the passages use it as one, or when the answer is only a few words ("Georgiana.").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.name_words import SENTENCE_WORDS, TITLES
 from agent.text import has_caseless_letters
@@ -29,11 +38,15 @@ _ASKS_NAME = re.compile(
     r"^\W*what\s+(?:is|was|are|were)\b[^?]*\b(?:called|named)\s*\??\s*$",
     re.IGNORECASE,
 )
+_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
 # capitalised, yet no name: sentence openers, titles and the question's own name words
 _NOT_NAMES = SENTENCE_WORDS | TITLES | {"name", "named", "called"}
+_NOBODY = frozenset({"nobody", "none", "no", "nothing", "neither", "unknown", "noone", "anyone"})
+BARE_NAME_WORDS = 4
+"""Words of an answer that is a name alone ("Georgiana Darcy."): its first word is a name."""
 
 
 def asks_for_a_name(question: str) -> bool:
@@ -63,3 +76,24 @@ def names_nothing_asked(answer: str, question: str) -> bool:
         w[0].isupper() and _key(w) not in asked and _key(w) not in _NOT_NAMES
         for w in _WORD.findall(plain)
     )
+
+
+def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
+    """Whether ``answer`` to a question for a name or a person (see the module docs) names
+    only what none of ``passages`` (each with its label) holds: at least one name the
+    question lacks, and every such name in no passage."""
+    if not (asks_for_a_name(question) or _ASKS_WHO.search(question)):
+        return False
+    texts = list(passages)
+    plain = CITATION_RE.sub(" ", answer)
+    known = anchor_vocabulary(question)
+    words = _WORD.findall(plain)
+    found = anchors(plain, set().union(*(names_in(t) for t in texts)))
+    if (
+        0 < len(words) <= BARE_NAME_WORDS
+        and words[0][0].isupper()
+        and _key(words[0]) not in _NOBODY
+    ):
+        found.add(_key(words[0]))  # "Georgiana.": a bare name opens the answer
+    new = {a for a in found if not a[0].isdigit() and a not in known and a not in _NOT_NAMES}
+    return bool(new) and not new & set().union(*(anchor_vocabulary(t) for t in texts))

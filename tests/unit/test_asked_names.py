@@ -6,7 +6,7 @@ import pytest
 
 from agent import prompts
 from agent.chat.answering import finish_grounded
-from agent.retrieval.asked_names import asks_for_a_name, names_nothing_asked
+from agent.retrieval.asked_names import asks_for_a_name, names_nothing_asked, names_unheld
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,58 @@ def test_a_hybrid_answer_without_the_name_asked_is_not_found():
         question=question,
     )
     assert named.text == "It is Pemberley #chk_2a6de782."
+
+
+_SISTER_PASSAGES = [
+    "Miss Darcy, on her brother’s entrance, exerted herself much more to talk; and Elizabeth "
+    "saw that he was anxious for his sister and herself to get acquainted.",
+    "Mary, who had neither genius nor taste, had been the only plain one in the family.",
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "unheld"),
+    [
+        # names in no passage shown: the model's guess
+        ("The name of his younger sister is Georgiana #chk_1.", "What is his sister's name?", True),
+        ("Georgiana.", "Who is Mr. Darcy's younger sister?", True),
+        # a name a passage holds, a description, a refusal: not this check's
+        ("His younger sister is Mary #chk_1.", "What is his sister's name?", False),
+        ("It is Miss Darcy.", "Who is Mr. Darcy's younger sister?", False),
+        ("His sister.", "Who is she?", False),
+        ("Nobody.", "Who is she?", False),
+        # a question for neither a name nor a person
+        ("Georgiana.", "How old is she?", False),
+    ],
+)
+def test_a_name_no_passage_holds_is_no_answer(answer, question, unheld):
+    assert names_unheld(answer, question, _SISTER_PASSAGES) is unheld
+
+
+def test_a_name_in_a_passage_label_is_held():
+    retrieved = [
+        {
+            "id": "#chk_0a1b2c3d",
+            "chunk_id": "c1",
+            "text": "The baby grunted again, and Alice looked very anxiously into its face.",
+            "source": "Alice's Adventures in Wonderland, CHAPTER VI. Pig and Pepper",
+        }
+    ]
+    kept = finish_grounded(
+        "It is in Pig and Pepper #chk_0a1b2c3d.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question="Which chapter has the Duchess's baby?",
+    )
+    assert kept.text != prompts.NOT_ANSWERED
+    guessed = finish_grounded(
+        "The baby is called Percival #chk_0a1b2c3d.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question="Who is the Duchess's baby?",
+    )
+    assert guessed.text == prompts.NOT_ANSWERED and guessed.citations == []
