@@ -8,7 +8,8 @@ stored global summary, so Path B answers from it. The summary is written by the
 ``llm_summaries`` asks for the chat model (a whole book on the local CPU model: an hour).
 
 Each question of :data:`QUESTIONS` is asked ``repeat`` times, one after another, each in a
-fresh chat, with the book in scope (``Context.book``). Per question:
+fresh chat with no remembered turn of earlier questions or runs (no "previous discussion"),
+with the book in scope (``Context.book``). Per question:
 
 * **TTFT**: from the start of the turn to its first answer token
   (:func:`graphs.streaming.stream_turn`, the same tokens the API and the CLI show). A path
@@ -58,7 +59,7 @@ from bench.answers_figures import (
 )
 from bench.answers_turn import ask_once
 from bench.answers_usage import UsageCollector, collect_usage
-from bench.common import database_settings, opened_services
+from bench.common import database_settings, forget_earlier_turns, opened_services
 from bench.progress import Log, quiet
 from bench.prompt_speed import raw_prompt_speed, raw_read_seconds
 
@@ -163,10 +164,13 @@ async def _ask_all(
     log: Log,
     prompt_speed: float | None = None,
     raw_read: Callable[[int, int], Awaitable[float | None]] | None = None,
+    forget: Callable[[], Awaitable[int]] | None = None,
 ) -> tuple[list[QuestionFigures], dict[str, str]]:
     """Ask every path's questions ``repeat`` times; the rows, and the paths skipped (why).
     ``prompt_speed``: the model's raw prompt tokens/s, for each TTFT's floor; ``raw_read``:
-    ``(cached, read) ->`` seconds the same read takes done bare."""
+    ``(cached, read) ->`` seconds the same read takes done bare; ``forget``: drops the
+    user's remembered turns before each question (and a follow-up's opener), so each is
+    asked as a first one, whatever earlier runs asked."""
     rows: list[QuestionFigures] = []
     skipped: dict[str, str] = {}
     for path, asked in questions.items():
@@ -176,6 +180,8 @@ async def _ask_all(
         expected = EXPECTED[path]
         for question in asked:
             for run in range(repeat):
+                if forget:
+                    await forget()
                 turn_context = await _in_chat_of(graph, context, question)
                 got = await ask_once(graph, question, turn_context)
                 read = int(got.get("tokens_read") or 0)
@@ -254,6 +260,7 @@ async def bench_answers(
             log,
             speed,
             functools.partial(raw_read_seconds, model, services.settings),
+            functools.partial(forget_earlier_turns, services, user),
         )
         load_after = list(os.getloadavg())
         async with services.engine.connect() as conn:

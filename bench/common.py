@@ -27,6 +27,7 @@ __all__ = [
     "IngestFigures",
     "bench_ingest",
     "database_settings",
+    "forget_earlier_turns",
     "machine",
     "opened_services",
     "write_results",
@@ -44,6 +45,19 @@ async def opened_services(settings: Settings) -> AsyncIterator[Services]:
         yield services
     finally:
         await services.close()
+
+
+async def forget_earlier_turns(services: Services, user: str) -> int:
+    """Delete the remembered turns of the benchmark's ``user`` (how many went), so the next
+    question is asked as a first one: without it, a question asked in an earlier run (or
+    before it in this one) brings that run's answer into the prompt as "previous
+    discussion", which costs prompt tokens and is an answer the model may copy."""
+    from agent.db.turns import forget_turns
+    from agent.library.accounts import resolve_user
+
+    owner = await resolve_user(services, user)
+    async with services.engine.begin() as conn:
+        return await forget_turns(conn, owner.id)
 
 
 def database_settings(database: str, base: Settings | None = None) -> Settings:

@@ -7,7 +7,8 @@ The data set is JSONL, one question a line::
 
 ``document`` paths are resolved against the current directory first, then the data set's
 folder. The documents are ingested for an eval user (reused when already there) in the
-eval's own database, and every question is asked in a fresh chat with its documents in
+eval's own database, and every question is asked in a fresh chat, with no remembered turn
+of earlier questions or runs (no "previous discussion" to copy), with its documents in
 scope (``Context.document_ids``; all of the set's documents when it names none).
 
 Per route (the route the graph took) the report gives:
@@ -39,6 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.services import Services
+from bench.common import forget_earlier_turns
 from bench.eval_answers_checkpoint import Checkpoint
 from bench.eval_answers_data import Item, load_dataset
 from bench.eval_answers_figures import (
@@ -257,6 +259,7 @@ async def evaluate_answers(
                 document_ids=scope or None,
                 tool_selection=True if compare_tools else None,
             )
+            await forget_earlier_turns(services, user)  # each question asked as a first one
             row = await _answer_rag(graph, context, item)
             results.append(row)
             log(f"[{n}/{len(items)}] {row.route}: {item.question!r} match={row.match}")

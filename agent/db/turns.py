@@ -202,3 +202,12 @@ async def count_turns(conn: AsyncConnection, user_id: uuid.UUID) -> int:
         text("SELECT count(*) FROM chat_turn_embeddings WHERE user_id = :u"), {"u": user_id}
     )
     return int(found.scalar() or 0)
+
+
+async def forget_turns(conn: AsyncConnection, user_id: uuid.UUID) -> int:
+    """Delete every remembered turn of ``user_id`` (their chats and messages stay); how
+    many went. Later questions then get no "previous discussion" from them."""
+    result = await conn.execute(
+        text("DELETE FROM chat_turn_embeddings WHERE user_id = :user"), {"user": user_id}
+    )
+    return result.rowcount or 0

@@ -177,6 +177,16 @@ async def test_another_user_never_gets_the_turns(services, new_user):
     assert len(await stored(services, owner.id)) == 1
 
 
+async def test_forgetting_a_users_turns_leaves_anothers(services, new_user):
+    user, other = await new_user("forgets"), await new_user("keeps")
+    for who in (user, other):
+        await remember_turn(services, who.id, await new_chat(services, who.id), BREAD_Q, BREAD_A)
+    async with services.engine.begin() as conn:
+        assert await db.forget_turns(conn, user.id) == 1
+    assert await previous_discussion(services, user.id, None, BREAD_Q) == []
+    assert len(await previous_discussion(services, other.id, None, BREAD_Q)) == 1
+
+
 async def test_rows_of_another_embedding_model_are_ignored(services, new_user):
     user = await new_user("models")
     chat = await new_chat(services, user.id)
