@@ -28,7 +28,7 @@ from agent.retrieval.citations import (
 )
 from agent.retrieval.echoes import without_example_echoes
 from agent.retrieval.held_figures import figures_unheld
-from agent.retrieval.pinned_figures import passage_texts, pin_unheld
+from agent.retrieval.pinned_figures import passage_texts, pin_unheld, shown_texts
 from agent.retrieval.pointers import (
     says_nothing_new,
     without_absence_citations,
@@ -179,11 +179,11 @@ def finish_grounded(
     text = guard_citations(raw, citable, question=question or "")
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
-        passages = passage_texts(retrieved)
+        read = shown_texts(retrieved)  # what the model read, labels included
         if question and (
-            pin_unheld(question, passages)
-            or figures_unheld(text, question, passages)
-            or names_unheld(text, question, passages)
+            pin_unheld(question, passage_texts(retrieved))
+            or figures_unheld(text, question, read)
+            or names_unheld(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and _answers_nothing(text, question):

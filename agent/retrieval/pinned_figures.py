@@ -126,3 +126,13 @@ def passage_texts(payloads: Iterable[Mapping]) -> list[str]:
         " ".join(filter(None, (p.get("source"), p.get("context_text"), p.get("text"))))
         for p in payloads
     ]
+
+
+def shown_texts(payloads: Iterable[Mapping]) -> list[str]:
+    """Each passage payload as the model was shown it: its label and the text it read (the
+    chunk's whole text when it read all of it). A name or figure it wrote that is in none
+    came from elsewhere, even when the rest of a chunk happens to hold it."""
+    return [
+        " ".join(filter(None, (p.get("source"), p.get("context_text") or p.get("text"))))
+        for p in payloads
+    ]

@@ -144,3 +144,24 @@ def test_a_name_in_a_passage_label_is_held():
         question="Who is the Duchess's baby?",
     )
     assert guessed.text == prompts.NOT_ANSWERED and guessed.citations == []
+
+
+def test_a_name_only_in_the_part_of_a_chunk_the_model_did_not_read_is_not_held():
+    retrieved = [
+        {
+            "id": "#chk_0a1b2c3d",
+            "chunk_id": "c1",
+            "text": "Mary played the pianoforte. Far below, the baby grunted again.",
+            "context_text": "… Far below, the baby grunted again.",
+            "source": "Chapter VI",
+        }
+    ]
+    answer = finish_grounded(
+        "The one who plays is Mary #chk_0a1b2c3d.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question="Who plays the pianoforte?",
+    )
+    assert answer.text == prompts.NOT_ANSWERED
