@@ -36,7 +36,7 @@ from agent.retrieval.pointers import (
     without_pointer_sentences,
     without_prompt_openers,
 )
-from agent.retrieval.quotes import pointed_sentence
+from agent.retrieval.quotes import amount_sentence, pointed_sentence
 from agent.retrieval.repeats import without_repeated_sentences
 
 
@@ -158,10 +158,11 @@ def finish_grounded(
         answered" reply, as does one that leaves a question asking for a name or an amount
         without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
         year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
-    only in figures no passage holds (:func:`figures_unheld`), or the name or person asked for
-    only in names no passage holds (:func:`names_unheld`); one that is
-        only a citation id becomes the sentence of that passage which best matches the
-        question, quoted (:func:`pointed_sentence`).
+        only in figures no passage holds (:func:`figures_unheld`), or the name or person
+        asked for only in names no passage holds (:func:`names_unheld`); one that is only a
+        citation id becomes the sentence of that passage which best matches the question,
+        quoted (:func:`pointed_sentence`), and one about another amount than the one asked
+        for, the passages' sentence stating the amount asked for (:func:`amount_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -188,6 +189,8 @@ def finish_grounded(
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
+        elif question and (other := amount_sentence(text, _read_by_id(citable), question)):
+            text = prompts.QUOTED_ANSWER.format(sentence=other[0], citation=other[1])
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(
@@ -213,9 +216,13 @@ def _answers_nothing(text: str, question: str) -> bool:
     )
 
 
+def _read_by_id(citable: list[CitableChunk]) -> dict[str, str]:
+    return {c.citation_id: c.text for c in citable}
+
+
 def _quoted_or_not_answered(text: str, citable: list[CitableChunk], question: str) -> str:
     """The sentence a bare-citation answer points at, quoted; else "not answered"."""
-    pointed = pointed_sentence(text, {c.citation_id: c.text for c in citable}, question)
+    pointed = pointed_sentence(text, _read_by_id(citable), question)
     if pointed is None:
         return prompts.NOT_ANSWERED
     sentence, citation = pointed

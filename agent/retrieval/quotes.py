@@ -4,18 +4,31 @@ A small model sometimes answers with nothing but "#chk_4654e6e4": it found the p
 and said nothing. The passage it named usually holds the answer, so the reader is shown
 that passage's sentence sharing the most words with the question, quoted and cited,
 rather than being told nothing was found.
+
+:func:`amount_sentence` does the same for an answer about another amount: "How much dividend
+is paid to members?" answered "The new cold store at Ashby Lane cost £310,000, part-funded
+by a £120,000 rural development grant #chk_…" while the passage above it says "…of which
+£60,000 is paid to members as a dividend". When a question asks for an amount and every
+sentence of a long answer that states a figure shares no word with the question, the
+passages' sentence that states a figure and shares the most question words is quoted.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 
 from agent.ingest.sentences import split_sentences
+from agent.retrieval.asked_amounts import asks_for_an_amount
 from agent.retrieval.citations import CITATION_RE, cited_ids
 from agent.retrieval.focus import GAP
 from agent.text import content_terms
 
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+OFF_TOPIC_WORDS = 8
+"""Content words an answer must have before its figures' sentences sharing no question word
+mark it as about another amount ("EUR 160 #chk_…" shares none and answers)."""
 _GAP = re.compile(rf"\s*{re.escape(GAP)}\s*")  # where a focused passage left sentences out
 
 
@@ -47,3 +60,36 @@ def pointed_sentence(
     if best is None or best[0] < min(2, len(wanted)) or not wanted:
         return None
     return best[1], best[2]
+
+
+def _sentences(text: str) -> list[str]:
+    """``text``'s sentences; a line ("Author: …") or a focused passage's gap ends one."""
+    pieces = [p for line in text.splitlines() for p in _GAP.split(line)]
+    return [s for piece in pieces for s in split_sentences(" ".join(piece.split()))]
+
+
+def amount_sentence(
+    answer: str, passages: Mapping[str, str], question: str
+) -> tuple[str, str] | None:
+    """The passage sentence, and its citation id, to quote for an answer about another
+    amount than the question's (see the module docs); ``None`` when the answer is not such
+    or no sentence states a figure and shares a question word."""
+    if not asks_for_an_amount(question):
+        return None
+    wanted = content_terms(question)
+    asked = set(_DIGITS.findall(question))
+    plain = CITATION_RE.sub(" ", answer)
+    if len(content_terms(plain)) < OFF_TOPIC_WORDS:
+        return None
+    stating = [s for s in _sentences(plain) if set(_DIGITS.findall(s)) - asked]
+    if not stating or any(wanted & content_terms(s) for s in stating):
+        return None
+    held = [(cid, s, content_terms(s)) for cid, text in passages.items() for s in _sentences(text)]
+    # a question word few sentences hold says more ("turnover" over the report's "2025")
+    df = Counter(t for _, _, terms in held for t in terms & wanted)
+    best: tuple[float, str, str] | None = None
+    for cid, sentence, terms in held:
+        score = sum(1 / df[t] for t in terms & wanted)
+        if score and set(_DIGITS.findall(sentence)) - asked and (best is None or score > best[0]):
+            best = (score, sentence, cid)
+    return (best[1], best[2]) if best else None

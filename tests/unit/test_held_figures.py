@@ -72,3 +72,54 @@ def test_a_hybrid_answer_with_an_invented_age_is_not_found():
         question="How many signatures did Teodor collect?",
     )
     assert "200" in held.text and len(held.citations) == 1
+
+
+_FINANCES = [
+    {
+        "id": "#chk_7ba849d8",
+        "chunk_id": "c2",
+        "text": "Turnover rose to £1.26 million, from £1.11 million in 2024. The surplus after "
+        "costs was £94,000, of which £60,000 is paid to members as a dividend and the rest "
+        "kept in reserve. The new cold store at Ashby Lane cost £310,000, part-funded by a "
+        "£120,000 rural development grant. It holds 900 tonnes and opened in August.",
+        "source": "Annual Report 2025, Finances",
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        ("How much dividend is paid to members?", "£60,000 is paid to members as a dividend"),
+        ("What was the cooperative's turnover in 2025?", "Turnover rose to £1.26 million"),
+    ],
+)
+def test_an_answer_about_another_amount_becomes_the_sentence_stating_the_one_asked(
+    question, quoted
+):
+    off = (
+        "The new cold store at Ashby Lane cost £310,000, part-funded by a £120,000 rural "
+        "development grant #chk_7ba849d8. It holds 900 tonnes and opened in August."
+    )
+    answer = finish_grounded(
+        off, _FINANCES, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert quoted in answer.text and answer.text.startswith("Your documents say")
+    assert [c["id"] for c in answer.citations] == ["#chk_7ba849d8"]
+    # a short answer sharing no word with the question is left as it is
+    short = finish_grounded(
+        "£60,000 #chk_7ba849d8.",
+        _FINANCES,
+        route="hybrid",
+        model_used="m",
+        tokens_used=1,
+        question="How much dividend is paid to members?",
+    )
+    assert short.text.startswith("£60,000")
+    # an answer whose figure's sentence shares the question's words stays
+    kept = "The cold store cost £310,000 #chk_7ba849d8, part-funded by a rural development grant."
+    asked = "How much did the cold store cost?"
+    same = finish_grounded(
+        kept, _FINANCES, route="hybrid", model_used="m", tokens_used=1, question=asked
+    )
+    assert same.text.startswith("The cold store cost £310,000")
