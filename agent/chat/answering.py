@@ -139,30 +139,30 @@ def finish_grounded(
 ) -> Answer:
     """Guard the citations of a generated answer and collect citations and sources.
 
-        ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
-        A sentence said twice keeps its first copy only (:func:`without_repeated_sentences`).
-        With the ``question``, sentences copied from the worked examples go first (an answer
-        made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
-        then those stating a name or number that neither it nor any passage holds
-        (:func:`without_invented_claims`; on the hybrid path an answer citing nothing whose
-        every sentence is such becomes the plain "not answered" reply), and a citation goes
-        to the passage holding what its sentence adds to the question. A passage label the
-        model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
+    ``retrieved`` are the :func:`chunk_payload` dicts of the chunks that were in the context.
+    A sentence said twice keeps its first copy only (:func:`without_repeated_sentences`).
+    With the ``question``, sentences copied from the worked examples go first (an answer
+    made only of them becomes the plain "not answered" reply: :func:`without_example_echoes`),
+    then those stating a name or number that neither it nor any passage holds
+    (:func:`without_invented_claims`; on the hybrid path an answer citing nothing whose
+    every sentence is such becomes the plain "not answered" reply), and a citation goes
+    to the passage holding what its sentence adds to the question. A passage label the
+    model echoed at a sentence's start is dropped (:func:`without_echoed_labels`).
 
-        On the hybrid path: sentences after the first that only say where the answer is written
-        ("This is stated in the passage #chk_…") are dropped (:func:`without_pointer_sentences`);
-        openers naming the prompt's passages ("According to the context passage, …") go
-        (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
-        its citations (:func:`without_absence_citations`); and an answer that says nothing the
-        question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
-        answered" reply, as does one that leaves a question asking for a name or an amount
-        without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
-        year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
-        only in figures no passage holds (:func:`figures_unheld`), or the name or person
-        asked for only in names no passage holds (:func:`names_unheld`); one that is only a
-        citation id becomes the sentence of that passage which best matches the question,
-        quoted (:func:`pointed_sentence`), and one about another amount than the one asked
-        for, the passages' sentence stating the amount asked for (:func:`amount_sentence`).
+    On the hybrid path: sentences after the first that only say where the answer is written
+    ("This is stated in the passage #chk_…") are dropped (:func:`without_pointer_sentences`);
+    openers naming the prompt's passages ("According to the context passage, …") go
+    (:func:`without_prompt_openers`); a sentence that says what the passages leave out loses
+    its citations (:func:`without_absence_citations`); and an answer that says nothing the
+    question did not (a restated question: :func:`says_nothing_new`) becomes the plain "not
+    answered" reply, as does one that leaves a question asking for a name or an amount
+    without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
+    year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
+    only in figures no passage holds (:func:`figures_unheld`), or the name or person
+    asked for only in names no passage holds (:func:`names_unheld`); one that is only a
+    citation id becomes the sentence of that passage which best matches the question,
+    quoted (:func:`pointed_sentence`), and one about another amount than the one asked
+    for, the passages' sentence stating the amount asked for (:func:`amount_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below

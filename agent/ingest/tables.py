@@ -28,7 +28,6 @@ _LABEL = re.compile(r"^[^\W\d_][^\d]{0,40}$")
 # a period naming a column of figures: a year ("2025", "2024/25"), a quarter, half, fiscal
 # year or numbered year ("Q3", "H1", "FY2024", "Y1")
 _PERIOD = re.compile(r"\b(?:(?:19|20)\d{2}(?:[/-]\d{2,4})?|(?:FY|Q|H|Y)\s?\d{1,4})\b")
-_LABEL_OR_EMPTY = re.compile(r"^(?:[^\W\d_][^\d]{0,40})?$")
 _FIGURE_CELL = re.compile(r"^(?:[A-Z]{3}\s)?[-+−(~≈]?\s?[£$€¥]?\s?\d")
 _MARKDOWN_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
@@ -42,7 +41,8 @@ def _period_label(cell: str, column: Sequence[str]) -> bool:
     """Whether ``cell`` names a column of figures by a period ("Tonnes 2025", "Q3", "FY2024
     revenue", "Units Y1 (base)"): a label once its periods are left out, over a column whose
     cells are mostly figures."""
-    if not _PERIOD.search(cell) or not _LABEL_OR_EMPTY.match(_PERIOD.sub("", cell).strip()):
+    rest = _PERIOD.sub("", cell).strip()
+    if not _PERIOD.search(cell) or (rest and not _LABEL.match(rest)):
         return False
     values = [c for c in column if c]
     return bool(values) and 2 * sum(bool(_FIGURE_CELL.match(c)) for c in values) >= len(values)

@@ -93,8 +93,12 @@ def _word_values(text: str) -> set[float]:
     return values
 
 
+def _value(figure: str) -> float:
+    return float(figure.replace(",", ""))
+
+
 def _digit_values(text: str) -> list[float]:
-    return [float(m.replace(",", "")) for m in _DIGITS.findall(text)]
+    return [_value(m) for m in _DIGITS.findall(text)]
 
 
 def figure_values(text: str) -> set[float]:
@@ -116,7 +120,7 @@ def _money_figures(answer: str) -> set[float]:
     found: set[float] = set()
     for m in _DIGITS.finditer(answer):
         if _MONEY_BEFORE.search(answer[: m.start()]) or _MONEY_AFTER.match(answer[m.end() :]):
-            found.add(float(m.group(0).replace(",", "")))
+            found.add(_value(m.group(0)))
     return found
 
 
@@ -133,7 +137,7 @@ def _as_money_in(value: float, passage: str) -> bool:
     """Whether ``passage`` gives ``value`` as money: a currency sign or word beside it, or
     in its table column's heading."""
     for m in _DIGITS.finditer(passage):
-        if float(m.group(0).replace(",", "")) != value:
+        if _value(m.group(0)) != value:
             continue
         before, after = passage[max(0, m.start() - 40) : m.start()], passage[m.end() : m.end() + 15]
         if _MONEY_BEFORE.search(before[-8:]) or _MONEY_AFTER.match(after):
@@ -162,10 +166,7 @@ def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
         return False  # no figure to check: gives_no_amount_asked's case
     texts = list(passages)
     money = _money_figures(plain)
-    for value in new:
-        if value in money:
-            if any(_as_money_in(value, t) for t in texts):
-                return False
-        elif any(value in _held_values(t) for t in texts):
-            return False
-    return True
+    if any(_as_money_in(value, t) for value in new & money for t in texts):
+        return False
+    held = set().union(*(_held_values(t) for t in texts)) if new - money else set()
+    return not (new - money) & held

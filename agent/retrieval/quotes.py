@@ -51,12 +51,10 @@ def pointed_sentence(
     wanted = content_terms(question)
     best: tuple[int, str, str] | None = None
     for cid in cited_ids(answer):
-        pieces = [p for line in passages.get(cid, "").splitlines() for p in _GAP.split(line)]
-        for piece in pieces:  # a line ("Author: …") or a gap ends a sentence
-            for sentence in split_sentences(" ".join(piece.split())):
-                score = len(wanted & content_terms(sentence))
-                if best is None or score > best[0]:
-                    best = (score, sentence, cid)
+        for sentence in _sentences(passages.get(cid, "")):
+            score = len(wanted & content_terms(sentence))
+            if best is None or score > best[0]:
+                best = (score, sentence, cid)
     if best is None or best[0] < min(2, len(wanted)) or not wanted:
         return None
     return best[1], best[2]
