@@ -295,6 +295,8 @@ class Settings(BaseSettings):
     # the most characters one focused passage keeps for the CPU model: its neighbours
     # farthest from the best sentences go first (0: as long as the passage's window)
     local_focus_passage_chars: int = Field(default=900, ge=0)
+    # a question of one content word ("Who is Dinah?"): its passages up to the first holding it
+    local_lone_word: bool = True
     # the local model rewrites follow-ups for search (~2 s before the first token); off: the
     # last question's key terms are added. Hosted models always rewrite.
     local_rewrite_follow_ups: bool = False

@@ -163,6 +163,7 @@ async def retrieve_context(
             query_vector=vector,
             cite_holders=True,
             passage_chars=settings.focus_passage_chars(spec),
+            lone_word_first=spec == "local" and mode == "specific" and settings.local_lone_word,
         ),
         previous_discussion(
             services,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.attribute_words import with_attribute_words
@@ -303,3 +303,21 @@ def focus_by_holder(
             for pid in order
         ]
     return runs
+
+
+def lone_word_passages(
+    question: str, texts: Mapping[str, str], keep: Collection[str] = ()
+) -> list[str]:
+    """The passages (ids of ``texts``, in rank order) a question with one content word
+    needs: those up to the first whose text holds that word, and the ids in ``keep`` (the
+    sides of a conflict). "Who is Dinah?" or "What is Pemberley?" ranks every passage by
+    that one word, so a later passage can only repeat it; for the CPU model it is ~100-200
+    prompt tokens more and a second guess to mix in. A question of more words keeps all."""
+    wanted = _terms(with_attribute_words(question))
+    ids = list(texts)
+    if len(wanted) != 1:
+        return ids
+    first = next((n for n, cid in enumerate(ids) if wanted <= _terms(texts[cid])), None)
+    if first is None:  # no passage holds it: each is a guess of the embedder's
+        return ids
+    return ids[: first + 1] + [cid for cid in ids[first + 1 :] if cid in keep]

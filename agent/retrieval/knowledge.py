@@ -23,7 +23,7 @@ from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import citation_id
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
-from agent.retrieval.focus import focus_by_holder, focus_passages
+from agent.retrieval.focus import focus_by_holder, focus_passages, lone_word_passages
 from agent.retrieval.reads import Reads
 from agent.retrieval.search import SearchOptions, SearchResult, search
 from agent.retrieval.types import RetrievedChunk
@@ -82,6 +82,7 @@ async def knowledge_search(
     query_vector: Sequence[float] | None = None,
     cite_holders: bool = False,
     passage_chars: int | None = None,
+    lone_word_first: bool = False,
 ) -> KnowledgeSearch:
     """Search, then build the cited context (compressing paragraphs if enabled);
     ``query_vector``: the question already embedded (see :func:`search`).
@@ -89,7 +90,9 @@ async def knowledge_search(
     ``cite_holders`` (a model's prompt, not a result list): a focused passage's sentences go
     under the sibling chunks that hold them (:func:`~agent.retrieval.focus.focus_by_holder`),
     so the context may cite more chunks than were found. ``passage_chars``: the most
-    characters one focused passage keeps (none: its window's length)."""
+    characters one focused passage keeps (none: its window's length). ``lone_word_first``
+    (with ``cite_holders``): a question of one content word reads its passages up to the
+    first holding that word (:func:`~agent.retrieval.focus.lone_word_passages`)."""
     settings = services.settings
     result = await search(
         services, scope, question, options, model=model, query_vector=query_vector
@@ -126,6 +129,10 @@ async def knowledge_search(
                 wholes=wholes,
                 most=passage_chars,
             )
+            if lone_word_first:
+                texts = {cid: " ".join(t for _, t in run) for cid, run in runs.items()}
+                needed = set(lone_word_passages(question, texts, keep))
+                chunks = [c for c in chunks if c.citation_id in needed]
             chunks, paragraphs = _under_holders(chunks, runs, siblings)
         else:
             paragraphs = focus_passages(

@@ -103,3 +103,39 @@ async def test_the_cpu_models_passages_are_capped_and_keep_their_answers(service
             if answer.lower() in whole.lower():
                 assert answer.lower() in capped.lower(), (item.question, answer)
     assert shorter >= 3
+
+
+async def test_a_one_word_question_reads_one_passage_that_holds_its_word(services, alice_reader):
+    # "Who is Dinah?": every passage is ranked by that word, a second one only repeats it
+    user, book = alice_reader
+    settings = services.settings
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+
+    async def context(question: str, lone: bool):
+        found = await knowledge_search(
+            services,
+            scope,
+            question,
+            SearchOptions(
+                k=settings.local_top_k,
+                threshold=settings.threshold_specific,
+                admitted_floor=settings.threshold_admitted_floor_local,
+            ),
+            max_chars=settings.local_max_context_chars,
+            cite_holders=True,
+            passage_chars=settings.focus_passage_chars("local"),
+            lone_word_first=lone,
+        )
+        return found
+
+    every = await context("Who is Dinah?", lone=False)
+    lone = await context("Who is Dinah?", lone=True)
+    assert len(every.result.chunks) >= 2
+    shown = {c.record.parent_id or c.record.id for c in lone.context.chunks}
+    assert len(shown) == 1  # one passage (maybe cited to two sibling chunks)
+    assert "dinah" in lone.context.text.lower()
+    assert len(lone.context.text) < len(every.context.text)
+    assert lone.context.text.split("\n\n")[0] == every.context.text.split("\n\n")[0]
+    # a question of more words keeps its passages
+    wider = await context("What does Dinah catch?", lone=True)
+    assert wider.context.text == (await context("What does Dinah catch?", lone=False)).context.text

@@ -3,7 +3,7 @@ reply after a kept question kept with it."""
 
 from __future__ import annotations
 
-from agent.retrieval.focus import focus_passages
+from agent.retrieval.focus import focus_passages, lone_word_passages
 
 _RELEASES = (
     "quillstream is a log library, first released in 2019. "
@@ -147,3 +147,20 @@ def test_a_measure_asked_for_keeps_the_row_that_gives_it():
     focused = focus_passages(question, passages, hits=1, neighbours=0)
     assert "Typical height: 40–60 cm" in focused["#chk_00000011"]
     assert "compact upland foxglove" not in focused["#chk_00000011"]
+
+
+def test_a_one_word_question_reads_its_passages_up_to_the_first_holding_the_word():
+    texts = {
+        "a": "The house stood empty all winter.",
+        "b": "Pemberley was the finest estate in Derbyshire.",
+        "c": "She thought of Pemberley again that night.",
+        "d": "Pemberley's woods ran down to the river.",
+    }
+    # every passage after "b" only repeats the word; "a" (no Pemberley) came first
+    assert lone_word_passages("What is Pemberley?", texts) == ["a", "b"]
+    # a side of a conflict stays, whatever its rank
+    assert lone_word_passages("What is Pemberley?", texts, keep={"d"}) == ["a", "b", "d"]
+    # a question of two content words ranks by both: nothing is left out
+    assert lone_word_passages("Where are Pemberley's woods?", texts) == list(texts)
+    # no passage holds the word: each is the embedder's guess, all stay
+    assert lone_word_passages("Who is Georgiana?", texts) == list(texts)
