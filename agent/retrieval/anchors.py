@@ -26,16 +26,18 @@ _NOT_NAMES = SENTENCE_WORDS | LABEL_WORDS
 _BOUNDARY = re.compile(
     r"(?<=[.!?…])(?=\s(?!\s*#chk_))|(?<=[.!?][\"”’])(?=\s+[A-Z])|(?<=\S)(?=[ \t]*\n\s*\n(?!\s*#chk_))"
 )
+# a numbered list's marker ("2.") opens its item's sentence: one dropped takes its marker
+_LIST_MARKER = re.compile(r"\s*\d{1,3}\.")
 
 
 def answer_sentences(text: str) -> list[str]:
     """``text`` cut after each sentence's end, the pieces joining back into ``text``: a
     citation right after the full stop stays with its sentence, and an abbreviation ("Mr.",
-    "St.") or an initial does not end one."""
+    "St."), an initial or a numbered list's marker ("2.") does not end one."""
     pieces, start = [], 0
     for boundary in _BOUNDARY.finditer(text):
         before = text[start : boundary.start()]
-        if before.endswith(".") and is_abbreviation(before):
+        if before.endswith(".") and (is_abbreviation(before) or _LIST_MARKER.fullmatch(before)):
             continue
         pieces.append(text[start : boundary.start()])
         start = boundary.start()

@@ -172,6 +172,12 @@ def test_sentences_naming_what_no_passage_holds_are_dropped():
     # a list keeps its markers; a claim all of whose words are known stays
     listed = "1. Dinah is the cat #chk_11111111. 2. She is a dear quiet thing."
     assert without_invented_claims(listed, known) == (listed, 0)
+    # a numbered item naming what no passage holds goes with its marker: no bare "2." left
+    numbered = "Facts:\n\n1. Dinah is the cat #chk_11111111.\n2. Mary Ann feeds her.\n\nDone."
+    assert without_invented_claims(numbered, known) == (
+        "Facts:\n\n1. Dinah is the cat #chk_11111111.\n\nDone.",
+        1,
+    )
     # nothing is dropped when every sentence would be: the caller decides
     assert without_invented_claims("Mary Ann did it.", known) == ("Mary Ann did it.", 0)
 
