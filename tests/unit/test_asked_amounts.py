@@ -23,6 +23,7 @@ from agent.retrieval.asked_amounts import asks_for_an_amount, gives_no_amount_as
         ("How long does the Beacon Traverse take?", True),  # a duration
         ("What is the population of Lisbon?", True),
         ("What price did the cider maker pay?", True),
+        ("What was Iwan Roberts' salary at Gillingham?", True),  # a name, no "the"
         ("What does the Caterpillar smoke?", False),
     ],
 )

@@ -51,6 +51,30 @@ def test_an_amount_is_held_only_where_a_passage_states_it(answer, question, pass
     assert figures_unheld(answer, question, [passage]) is unheld
 
 
+CAREER = (
+    "Roberts scored 278 goals in 84 games for Norwich. Gillingham signed him for £10,000, and "
+    "he earned 500 pounds a week there."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "unheld"),
+    [
+        # held figures, but counting goals and games: no salary
+        ("His salary at Gillingham was 278 goals in 84 games #chk_07f1e0b0.", True),
+        ("He earned 500 pounds a week.", False),
+        ("He earned 500 a week.", False),  # a rate
+        ("His salary was 500 per week.", False),
+        ("Gillingham paid 10,000 for him.", False),  # a function word after it: no count
+    ],
+)
+def test_a_sum_of_money_asked_for_is_no_count_of_something_else(answer, unheld):
+    question = "What was Iwan Roberts' salary at Gillingham?"
+    assert figures_unheld(answer, question, [CAREER]) is unheld
+    # a question counting things is answered by a count
+    assert not figures_unheld("278 goals.", "How many goals did Roberts score?", [CAREER])
+
+
 def test_a_hybrid_answer_with_an_invented_age_is_not_found():
     retrieved = [{"id": "#chk_aca7f632", "chunk_id": "c1", "text": STORY, "source": "Story"}]
     question = "How old was Odile when she retired?"
