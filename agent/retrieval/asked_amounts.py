@@ -65,6 +65,25 @@ _CURRENCY = re.compile(r"[£$€¥]")
 _WORD = re.compile(r"[^\W\d_]+")
 
 
+# a time or a measure asked for, which an answer may give in words ("on a hot day", "a long
+# way"): what a figure it does give must be held for (:mod:`agent.retrieval.held_figures`)
+_ASKS_FIGURE = re.compile(
+    r"^\W*(?:(?:and|so|but)\s+)?when\b|"
+    r"\bwhen\s+(?:did|was|were|is|are|does|do|will|would|had|has|have)\b[^?]*\?\W*$|"
+    r"\b(?:what|which|in\s+what|in\s+which|on\s+what|on\s+which)\s+"
+    r"(?:time|date|day|month|decade|century|season)\b|"
+    r"\bhow\s+(?:long|big|large|wide|deep|far|fast|often|soon|small|short|late|early)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_a_figure(question: str) -> bool:
+    """Whether ``question`` asks for an amount (:func:`asks_for_an_amount`), a time ("When
+    did …", "What date …") or a measure ("How long is …", "How far …"): a figure its answer
+    gives is one the passages must hold, though an answer in words may give none."""
+    return asks_for_an_amount(question) or bool(_ASKS_FIGURE.search(question))
+
+
 def asks_for_an_amount(question: str) -> bool:
     """Whether ``question`` plainly asks for a figure (see the module docs)."""
     return bool(_ASKS_AMOUNT.search(question) or _ASKS_DURATION.search(question))

@@ -7,10 +7,12 @@ tonne": 171 is in the passage, but as a harvest's tonnes, never as money. A read
 trusts the citation is misled; the reply should say the documents do not give it.
 
 :func:`figures_unheld` tells such answers apart, for questions that plainly ask for an
-amount (:func:`~agent.retrieval.asked_amounts.asks_for_an_amount`). A figure is held when a
-passage states its value: in digits ("1,931" is 1931), in words ("nineteen", "two hundred",
-"the eighth"), or as the sum or difference of two figures of one passage (the model's own
-sum: "grew by 4" from "37 to 41"). A figure written as money ("£171", "EUR 160", "60
+amount, a time or a measure (:func:`~agent.retrieval.asked_amounts.asks_for_a_figure`:
+"When did the lamp go electric?" answered "In 1952" over passages that say 1931). A figure
+is held when a passage states its value: in digits ("1,931" is 1931), in words ("nineteen",
+"two hundred", "the eighth"), as the sum or difference of two figures of one passage (the
+model's own sum: "grew by 4" from "37 to 41"), or as the second year of a span ("2001-02"
+holds 2002). A figure written as money ("£171", "EUR 160", "60
 pounds") is held only where a passage gives it as money: a currency sign or word beside it,
 or in its table column's heading. The check takes an answer only when none of its new
 figures is held, so a right answer that adds an invented detail is left to the citation
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agent.retrieval.asked_amounts import asks_for_an_amount
+from agent.retrieval.asked_amounts import asks_for_a_figure
 from agent.retrieval.citations import CITATION_RE
 from agent.text import STOPWORDS
 
@@ -67,6 +69,7 @@ _MONEY_BEFORE = re.compile(rf"(?:{_CURRENCY})\s*$", re.IGNORECASE)
 _MONEY_AFTER = re.compile(rf"^\s*(?:million|billion|thousand|[mkb]n?\b)?\s*(?:{_CURRENCY})", re.I)
 _MONEY_NEAR = re.compile(_CURRENCY + r"|\b(?:price|cost|fee|paid|pay)\b", re.IGNORECASE)
 _CELL = re.compile(r"\s*\|\s*")
+_YEAR_SPAN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\s*[-–/]\s*(\d\d)\b")  # "2001-02", "1998/99"
 _ASKS_MONEY = re.compile(
     r"\b(?:salary|salaries|wages?|fees?|price|cost|fare|rent|budget|income|revenue|turnover|"
     r"profit|dividend|paid|pay|earn(?:s|ed)?|spen[dt]|charge[ds]?)\b",
@@ -122,12 +125,19 @@ def figure_values(text: str) -> set[float]:
     return set(_digit_values(text)) | _word_values(text)
 
 
+def _span_end(first: str, end: str) -> float:
+    """The second year of a span written "2001-02" (2002) or "1999/00" (2000)."""
+    century = int(first[:2]) + (int(end) < int(first[2:]))
+    return float(century * 100 + int(end))
+
+
 def _held_values(passage: str) -> set[float]:
     """What one passage states, with the sums and differences of its figures in digits."""
     digits = sorted(set(_digit_values(passage)))[:60]  # a long table: its pairs stay few
     values = figure_values(passage)
     values |= {round(a + b, 6) for a in digits for b in digits}
     values |= {round(abs(a - b), 6) for a in digits for b in digits}
+    values |= {_span_end(first, end) for first, end in _YEAR_SPAN.findall(passage)}
     return values
 
 
@@ -194,7 +204,7 @@ def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether ``answer`` gives an amount ``question`` asks for only in figures that no
     passage holds, or a sum of money asked for only in figures of something else (see the
     module docs)."""
-    if not asks_for_an_amount(question):
+    if not asks_for_a_figure(question):
         return False
     plain = CITATION_RE.sub(" ", answer)
     new = figure_values(plain) - figure_values(question)

@@ -6,7 +6,11 @@ import pytest
 
 from agent import prompts
 from agent.chat.answering import finish_grounded
-from agent.retrieval.asked_amounts import asks_for_an_amount, gives_no_amount_asked
+from agent.retrieval.asked_amounts import (
+    asks_for_a_figure,
+    asks_for_an_amount,
+    gives_no_amount_asked,
+)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +33,24 @@ from agent.retrieval.asked_amounts import asks_for_an_amount, gives_no_amount_as
 )
 def test_only_plain_questions_for_a_figure_ask_for_an_amount(question, asks):
     assert asks_for_an_amount(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Odile retire?", True),
+        ("And when did she leave the lighthouse?", True),
+        ("In which season were Norwich promoted?", True),
+        ("On what date was the treaty signed?", True),
+        ("How long is the Beacon Traverse?", True),
+        ("How far is the summit from the car park?", True),
+        ("How many daughters do the Bennets have?", True),  # an amount too
+        ("What is the Caterpillar smoking when Alice meets it?", False),  # a clause
+        ("Who lit the lamp?", False),
+    ],
+)
+def test_a_time_or_a_measure_asks_for_a_figure(question, asks):
+    assert asks_for_a_figure(question) is asks
 
 
 @pytest.mark.parametrize(

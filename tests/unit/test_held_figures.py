@@ -51,6 +51,26 @@ def test_an_amount_is_held_only_where_a_passage_states_it(answer, question, pass
     assert figures_unheld(answer, question, [passage]) is unheld
 
 
+SEASONS = "Norwich were promoted in the 2003-04 season. The lamps went electric in 1931."
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "unheld"),
+    [
+        ("When did the lamps go electric?", "In 1952 #chk_a.", True),
+        ("When did the lamps go electric?", "In 1931 #chk_a.", False),
+        ("When did the lamps go electric?", "Long ago, on a cold evening.", False),  # no figure
+        ("In what season were Norwich promoted?", "In 2004.", False),  # a span's second year
+        ("In what season were Norwich promoted?", "In 1998.", True),
+        ("How far did Norwich travel?", "They travelled 212 miles.", True),
+        # a clause with "when" asks for no time
+        ("What lit up when the lamps went electric?", "1952 candles.", False),
+    ],
+)
+def test_a_time_or_a_measure_asked_for_is_held_like_an_amount(question, answer, unheld):
+    assert figures_unheld(answer, question, [SEASONS]) is unheld
+
+
 CAREER = (
     "Roberts scored 278 goals in 84 games for Norwich. Gillingham signed him for £10,000, and "
     "he earned 500 pounds a week there."
