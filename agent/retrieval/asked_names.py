@@ -16,7 +16,8 @@ that certainly names nothing new.
 
 :func:`names_unheld` takes the other side: "What is the name of Mr. Darcy's younger
 sister?" answered "…is Mary #chk_…" when no passage shown names Mary. For a question asking
-for a name or a person or thing ("Who …", "Whom …", "Whose …", "Which …"), an answer whose
+for a name, a person, a thing or a place ("Who …", "Whom …", "Whose …", "Which …", "Where
+…": "Iwan Roberts was born in Cardiff" over passages that say Bangor), an answer whose
 every new name is in no passage (nor in a passage's label, where a chapter's title is) gives
 the model's guess, not the documents' answer. The first word of a sentence counts as a name
 when the passages use it as one, or when the answer is only a few words ("Georgiana.").
@@ -38,7 +39,7 @@ _ASKS_NAME = re.compile(
     r"^\W*what\s+(?:is|was|are|were)\b[^?]*\b(?:called|named)\s*\??\s*$",
     re.IGNORECASE,
 )
-_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which)\b", re.IGNORECASE)
+_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|where)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")

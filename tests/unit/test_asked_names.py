@@ -109,6 +109,10 @@ _SISTER_PASSAGES = [
         ("It is Miss Darcy.", "Who is Mr. Darcy's younger sister?", False),
         ("His sister.", "Who is she?", False),
         ("Nobody.", "Who is she?", False),
+        # a place no passage names, and one a passage does
+        ("She lives in Bath #chk_1.", "Where does Mr. Darcy's sister live?", True),
+        ("She is with Elizabeth in the family.", "Where is Mary?", False),
+        ("In the family.", "Where is Mary?", False),  # no name at all
         # a question for neither a name nor a person
         ("Georgiana.", "How old is she?", False),
     ],
