@@ -36,7 +36,7 @@ from agent.model_server.priority import (
     YIELDED_STATUS,
     pauses_until,
 )
-from agent.model_server.saved_openings import KEEP_HEADER, KEEP_OPENING
+from agent.model_server.saved_openings import KEEP_HEADER, KEEP_IN_MEMORY, KEEP_OPENING
 
 log = logging.getLogger(__name__)
 
@@ -93,15 +93,15 @@ def warm_openings(
     background: bool = True,
 ) -> int:
     """Send each opening (OpenAI-style messages) to the model server at ``url`` for one
-    token, so its prompt cache keeps the state; how many were cached. With ``keep`` (fixed
-    openings only: no user's text) the model process also saves each state for the next
-    process (:mod:`agent.model_server.saved_openings`); ``background`` (default): answers
+    token, so its prompt cache keeps the state, pinned (:func:`~agent.model_server.
+    saved_openings.keeping_cache`); how many were cached. With ``keep`` (fixed openings
+    only: no user's text) the model process also saves each state for the next process
+    (:mod:`agent.model_server.saved_openings`); ``background`` (default): answers
     go first (:mod:`agent.model_server.priority`). A failure is logged and ends the warming
     (the questions will read them)."""
     warmed = 0
     headers = {PRIORITY_HEADER: BACKGROUND} if background else {}
-    if keep:
-        headers[KEEP_HEADER] = KEEP_OPENING
+    headers[KEEP_HEADER] = KEEP_OPENING if keep else KEEP_IN_MEMORY
     with httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=headers) as client:
         for messages in openings:
             body = {"messages": messages, "max_tokens": 1, "temperature": 0}

@@ -10,6 +10,8 @@ import pytest
 
 from agent.model_server import saved_openings
 from agent.model_server.saved_openings import (
+    KEEP_IN_MEMORY,
+    KEEP_OPENING,
     KEPT_FILES,
     SavedOpenings,
     keeping_cache,
@@ -67,15 +69,46 @@ def test_the_cache_starts_with_the_saved_states_and_saves_only_marked_calls(tmp_
     assert cache[(1, 2, 3, 9, 9)].n_tokens == 3
     cache[(4, 5)] = _state([4, 5], b"answer")  # an answer: stays in memory only
     assert len(list(tmp_path.glob("*.npz"))) == 1
-    token = saved_openings._keeping.set(True)  # what KeepMiddleware does for a warm call
+    _warmed(cache, (6, 7), b"opening")
+    assert sorted(s.llama_state for s in store.load(N_CTX)) == [b"kv", b"opening"]
+    _warmed(cache, (8, 9), b"a book", KEEP_IN_MEMORY)  # pinned, never written
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+
+
+def _warmed(cache: Any, key: tuple[int, ...], kv: bytes, mode: str = KEEP_OPENING) -> None:
+    token = saved_openings._keeping.set(mode)  # what KeepMiddleware does for a warm call
     try:
-        cache[(6, 7)] = _state([6, 7], b"opening")
+        cache[key] = _state(list(key), kv)
     finally:
         saved_openings._keeping.reset(token)
-    assert sorted(s.llama_state for s in store.load(N_CTX)) == [b"kv", b"opening"]
 
 
-@pytest.mark.parametrize("header", [b"opening", b"other", None])
+def test_warmed_openings_outlive_the_answers_that_fill_the_cache(tmp_path):
+    store = SavedOpenings(tmp_path, "a" * 32)
+    store.save((1, 2), _state([1, 2], b"s" * 10))  # a system prompt saved by another process
+    cache = keeping_cache(100, store, N_CTX)
+    _warmed(cache, (3, 4), b"d" * 10)  # the deep-reasoning opening
+    _warmed(cache, (5, 6), b"b" * 10, KEEP_IN_MEMORY)  # a book's overview
+    for n in range(20):  # answers, each 20 bytes: the cache holds 100
+        cache[(1, 2, 100 + n)] = _state([1, 2, 100 + n], b"a" * 20)
+    left = set(cache.cache_state)
+    assert {(1, 2), (3, 4), (5, 6)} <= left  # every warmed opening
+    assert (1, 2, 119) in left and (1, 2, 100) not in left  # the newest answers, not the oldest
+    assert cache[(3, 4, 7, 7)].n_tokens == 2
+    assert sum(s.llama_state_size for s in cache.cache_state.values()) <= 100
+
+
+def test_pinned_openings_hold_at_most_half_the_cache(tmp_path):
+    cache = keeping_cache(100, SavedOpenings(tmp_path, "a" * 32), N_CTX)
+    for n in range(6):  # six openings of 20 bytes: only the newest two stay pinned
+        _warmed(cache, (n, n), b"o" * 20, KEEP_IN_MEMORY)
+    for n in range(5):
+        cache[(9, 100 + n)] = _state([9, 100 + n], b"a" * 20)
+    assert {(4, 4), (5, 5)} <= set(cache.cache_state)
+    assert (0, 0) not in cache.cache_state
+
+
+@pytest.mark.parametrize("header", [b"opening", b"memory", b"other", None])
 async def test_the_middleware_marks_only_kept_openings(header):
     seen = []
 
@@ -85,5 +118,5 @@ async def test_the_middleware_marks_only_kept_openings(header):
     headers = [(b"x-quire-keep", header)] if header else []
     middleware = saved_openings.KeepMiddleware(app)
     await middleware({"type": "http", "method": "POST", "headers": headers}, None, None)
-    assert seen == [header == b"opening"]
-    assert saved_openings._keeping.get() is False
+    assert seen == [header.decode() if header in (b"opening", b"memory") else None]
+    assert saved_openings._keeping.get() is None
