@@ -213,6 +213,12 @@ def _notes(rows: list[QuestionFigures], summary: dict, llm_summaries: bool) -> l
         "TTFT: first streamed answer token; direct streams none (TTFT = answer ready)",
         "tokens: every model call of the turn; background conversation-summary update apart",
     ]
+    if any(r.run for r in rows):
+        notes.append(
+            "a repeat asks the same question again: the prompt cache holds its whole prompt "
+            "(a re-ask reads ~1 token), so the p50s of more than one run mix first asks and "
+            "re-asks; each question's first ask is its run 0 in the JSON"
+        )
     return notes
 
 
