@@ -22,12 +22,17 @@ _NOT_NAMES = SENTENCE_WORDS | LABEL_WORDS
 
 
 # after a sentence's end (not before its citation), after the quote it closes when a new
-# sentence follows, or at a paragraph break (a small model often leaves out the full stop)
+# sentence follows, at a paragraph break (a small model often leaves out the full stop), or
+# after a line ending in a colon
 _BOUNDARY = re.compile(
     r"(?<=[.!?…])(?=\s(?!\s*#chk_))|(?<=[.!?][\"”’])(?=\s+[A-Z])|(?<=\S)(?=[ \t]*\n\s*\n(?!\s*#chk_))"
+    r"|(?<=:)(?=[ \t]*\n)"  # a heading's or a lead-in's line ends there
 )
-# a numbered list's marker ("2.") opens its item's sentence: one dropped takes its marker
-_LIST_MARKER = re.compile(r"\s*\d{1,3}\.")
+# a numbered list's marker ("2.", at a line's start) opens its item's sentence: one dropped
+# takes its marker
+_LIST_MARKER = re.compile(r"(?:^|\n)[ \t]*\d{1,3}\.$")
+# a line that only leads into what follows ("Let's look at the facts step by step:")
+_LEAD_IN = re.compile(r":\s*$")
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -37,7 +42,7 @@ def answer_sentences(text: str) -> list[str]:
     pieces, start = [], 0
     for boundary in _BOUNDARY.finditer(text):
         before = text[start : boundary.start()]
-        if before.endswith(".") and (is_abbreviation(before) or _LIST_MARKER.fullmatch(before)):
+        if before.endswith(".") and (is_abbreviation(before) or _LIST_MARKER.search(before)):
             continue
         pieces.append(text[start : boundary.start()])
         start = boundary.start()
@@ -102,10 +107,11 @@ def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int
     """``answer`` without its sentences that state a name or number found in none of the
     ``known`` texts (the passages shown, the question): a small model's invention around a
     right passage. Returns the text and how many sentences were dropped; nothing is dropped
-    when every sentence would be (the caller decides what an empty answer means)."""
+    when every sentence would be, lines that only lead into the rest ("…step by step:")
+    aside (the caller decides what an empty answer means)."""
     sentences = _invented_sentences(answer, known)
     kept = [s for s, invented in sentences if not invented]
-    if not kept or len(kept) == len(sentences):
+    if all(_LEAD_IN.search(s) for s in kept) or len(kept) == len(sentences):
         return answer, 0
     return "".join(kept).strip(), len(sentences) - len(kept)
 

@@ -178,6 +178,14 @@ def test_sentences_naming_what_no_passage_holds_are_dropped():
         "Facts:\n\n1. Dinah is the cat #chk_11111111.\n\nDone.",
         1,
     )
+    # a heading stays with the items it keeps; lines that only lead in are no answer kept
+    headed = "Facts:\nCONNECTIONS:\n1. Mary Ann feeds her.\n2. Dinah is the cat #chk_11111111."
+    assert without_invented_claims(headed, known) == (
+        "Facts:\nCONNECTIONS:\n2. Dinah is the cat #chk_11111111.",
+        1,
+    )
+    lead_in = "Let's look at the facts step by step:\n\n1. Mary Ann feeds her."
+    assert without_invented_claims(lead_in, known) == (lead_in, 0)
     # nothing is dropped when every sentence would be: the caller decides
     assert without_invented_claims("Mary Ann did it.", known) == ("Mary Ann did it.", 0)
 
