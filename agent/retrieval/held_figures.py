@@ -18,9 +18,9 @@ or in its table column's heading. The check takes an answer only when none of it
 figures is held, so a right answer that adds an invented detail is left to the citation
 guard.
 
-A question for money ("What was his salary at Gillingham?") answered only with figures
-that count something else ("278 goals in 84 games #chk_…": each figure stands before a noun
-that no sum of money is written with) gives no amount asked either, held or not.
+A question for money or a measure answered only with figures that count something else
+("278 goals in 84 games #chk_…" for a salary: :mod:`agent.retrieval.counted_figures`) gives
+no amount asked either, held or not.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from agent.retrieval.asked_amounts import asks_for_a_figure
 from agent.retrieval.citations import CITATION_RE
-from agent.text import STOPWORDS
+from agent.retrieval.counted_figures import counts_something_else
 
 
 def _words(text: str) -> list[str]:
@@ -70,17 +70,6 @@ _MONEY_AFTER = re.compile(rf"^\s*(?:million|billion|thousand|[mkb]n?\b)?\s*(?:{_
 _MONEY_NEAR = re.compile(_CURRENCY + r"|\b(?:price|cost|fee|paid|pay)\b", re.IGNORECASE)
 _CELL = re.compile(r"\s*\|\s*")
 _YEAR_SPAN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\s*[-–/]\s*(\d\d)\b")  # "2001-02", "1998/99"
-_ASKS_MONEY = re.compile(
-    r"\b(?:salary|salaries|wages?|fees?|price|cost|fare|rent|budget|income|revenue|turnover|"
-    r"profit|dividend|paid|pay|earn(?:s|ed)?|spen[dt]|charge[ds]?)\b",
-    re.IGNORECASE,
-)
-# the word after a figure: a noun it counts ("278 goals"), unless a scale, a unit of money
-_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
-_MONEY_WORDS = frozenset(
-    _words("million millions billion billions thousand thousands hundred hundreds m k bn p pa per ")
-    + _words("each every weekly monthly yearly annually")
-)
 
 
 def _word_values(text: str) -> set[float]:
@@ -181,25 +170,6 @@ def _as_money_in(value: float, passage: str) -> bool:
     return False
 
 
-def _counts_no_money(plain: str, question: str, new: set[float], money: set[float]) -> bool:
-    """Whether a question for money is answered only with figures in digits that each count
-    something else ("278 goals"): none written as money, none a scale or a rate."""
-    if money or not _ASKS_MONEY.search(question) or re.search(r"\bhow\s+many\b", question, re.I):
-        return False
-    figures = [m for m in _DIGITS.finditer(plain) if _value(m.group(0)) in new]
-    return len(figures) == len(new) and all(_counts_a_noun(plain[m.end() :]) for m in figures)
-
-
-def _counts_a_noun(after: str) -> bool:
-    """Whether the text ``after`` a figure opens with a noun it counts: a word that is no
-    function word ("for", "a year"), no scale and no unit of money."""
-    word = _NEXT_WORD.match(after)
-    if word is None:
-        return False
-    w = word.group(1).lower()
-    return w not in STOPWORDS and w not in _MONEY_WORDS and not _MONEY_AFTER.match(after)
-
-
 def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether ``answer`` gives an amount ``question`` asks for only in figures that no
     passage holds, or a sum of money asked for only in figures of something else (see the
@@ -212,8 +182,8 @@ def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
         return False  # no figure to check: gives_no_amount_asked's case
     texts = list(passages)
     money = _money_figures(plain)
-    if _counts_no_money(plain, question, new, money):
-        return True
+    if counts_something_else(plain, question):
+        return True  # "278 goals" for a salary: no figure of what was asked
     if any(_as_money_in(value, t) for value in new & money for t in texts):
         return False
     held = set().union(*(_held_values(t) for t in texts)) if new - money else set()

@@ -1,0 +1,100 @@
+"""A sum of money or a measure asked for, answered with figures that count something else.
+
+"What was Iwan Roberts' salary at Gillingham?" answered "…was 278 goals in 84 games
+#chk_…", "How much does a celebration cake cost?" with "…can be ordered at least seven days
+ahead… in three sizes", "How tall is the lighthouse?" with "…its keepers lived in the two
+cottages…": the 1.5B model found no salary, price or height in its passages and gave the
+figures it did find. Each figure stands before a noun it counts (goals, days, sizes,
+cottages), where a sum of money is followed by its currency, a scale or a rate ("500 pounds
+a week", "10,000 a year", "£1.2 million") and a measure by its unit ("340 metres", "six
+feet", "89 years old"). :func:`counts_something_else` tells such answers apart: every figure
+the answer adds, in digits or in words, counts a noun that is no unit of what was asked. A
+figure with nothing after it ("It is 340.") or a word of another kind ("paid 10,000 for
+him") is never taken, nor a question that a count may answer: "How many …", "How long is
+the book?" ("300 pages"), "How big …" ("big enough for 20 boats").
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.retrieval.citations import CITATION_RE
+from agent.text import STOPWORDS
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z%]+", text))
+
+
+_ASKS_MONEY = re.compile(
+    r"\b(?:salary|salaries|wages?|fees?|price|cost|fare|rent|budget|income|revenue|turnover|"
+    r"profit|dividend|paid|pay|earn(?:s|ed)?|spen[dt]|charge[ds]?)\b",
+    re.IGNORECASE,
+)
+_ASKS_MEASURE = re.compile(
+    r"\bhow\s+(?:tall|high|far|heavy|deep|wide|old)\b|"
+    r"\bwhat\s+(?:is|was|are|were)\s+(?:the|its|their|his|her)\s+(?:[\w'’-]+\s+){0,2}?"
+    r"(?:height|weight|length|distance|depth|width|age|size|area)\b",
+    re.IGNORECASE,
+)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+_SCALES = _words("hundred hundreds thousand thousands million millions billion billions bn m k")
+_MONEY_UNITS = _SCALES | _words(
+    """pounds pound pence penny p pa dollars dollar cents cent euros euro eur gbp usd yen
+    francs shillings guineas crowns rupees per each every weekly monthly yearly annually"""
+)
+_MEASURE_UNITS = _SCALES | _words(
+    """metres metre meters meter m cm mm km kilometres kilometers miles mile yards yard feet
+    foot ft inches inch kg kilograms kilos grams g pounds lb lbs stone stones tonnes tonne tons
+    ton ounces oz litres liters l ml gallons pints acres hectares ha square cubic storeys
+    stories floors years year yrs months month weeks week days day hours hour hrs minutes
+    minute mins seconds second secs old high tall long deep wide across mph knots degrees
+    percent per cent % times sq stops blocks steps paces laps generations"""
+)
+_NUMBER_WORD = (
+    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+    r"eighty|ninety|hundred|thousand|million|billion|dozen)"
+)
+# a figure as written, in digits ("1,931", "2.60") or words ("forty-five thousand")
+_FIGURE = re.compile(
+    rf"\d+(?:[.,]\d+)*|\b{_NUMBER_WORD}(?:(?:[\s-]+|\s+and\s+){_NUMBER_WORD})*\b", re.IGNORECASE
+)
+_NEXT_WORD = re.compile(r"\s+([A-Za-z%]+)")
+_CURRENCY_BEFORE = re.compile(r"[£$€¥]\s*$|\b(?:EUR|GBP|USD)\s*$")
+
+
+def _asked_units(question: str) -> frozenset[str] | None:
+    """The words that may follow a figure answering ``question``: money's, a measure's, or
+    ``None`` when it asks for neither (or counts things: "How many …")."""
+    if _HOW_MANY.search(question):
+        return None
+    if _ASKS_MONEY.search(question):
+        return _MONEY_UNITS
+    if _ASKS_MEASURE.search(question):
+        return _MEASURE_UNITS
+    return None
+
+
+def counts_something_else(answer: str, question: str) -> bool:
+    """Whether ``answer`` gives the sum of money or the measure ``question`` asks for only in
+    figures that each count something else (see the module docs)."""
+    units = _asked_units(question)
+    if units is None:
+        return False
+    plain = CITATION_RE.sub(" ", answer)
+    asked = {m.group(0).lower() for m in _FIGURE.finditer(question)}
+    figures = [m for m in _FIGURE.finditer(plain) if m.group(0).lower() not in asked]
+    return bool(figures) and all(_counts_a_noun(plain, m, units) for m in figures)
+
+
+def _counts_a_noun(text: str, figure: re.Match, units: frozenset[str]) -> bool:
+    """Whether ``figure`` in ``text`` stands before a noun it counts: a word that is no
+    function word and none of ``units``, with no currency sign before the figure."""
+    if _CURRENCY_BEFORE.search(text[: figure.start()]):
+        return False
+    word = _NEXT_WORD.match(text, figure.end())
+    if word is None:
+        return False
+    w = word.group(1).lower()
+    return w not in STOPWORDS and w not in units

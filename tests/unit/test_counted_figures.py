@@ -1,0 +1,67 @@
+"""A sum of money or a measure asked for, answered only with figures that count something
+else, gives none; a figure with its currency, unit, scale or rate gives one."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import prompts
+from agent.chat.answering import finish_grounded
+from agent.retrieval.counted_figures import counts_something_else
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "counts_else"),
+    [
+        # figures of other things: no price, height or salary
+        (
+            "How much does a celebration cake cost?",
+            "It can be ordered seven days ahead #chk_434a23f5. It comes in three sizes.",
+            True,
+        ),
+        ("How tall is the lighthouse?", "Its keepers lived in the two cottages.", True),
+        ("What was Roberts' salary at Gillingham?", "It was 278 goals in 84 games.", True),
+        ("What is the height of the tower?", "It has 12 bells.", True),
+        # the figure asked for, with its currency, scale, rate or unit, or alone
+        ("How much does a large sourdough loaf cost?", "It costs £4.20.", False),
+        ("What is the budget for the launch?", "Forty-five thousand pounds.", False),
+        ("What is the budget for the launch?", "45,000.", False),
+        ("What was his salary?", "He earned 500 a week.", False),
+        ("How old was Odile?", "She was 89 years old.", False),
+        ("How old was Odile?", "She was eighty-nine.", False),
+        ("How tall is the lighthouse?", "It is 40 m high.", False),
+        ("How far do they deliver?", "Within 5 miles of the market square.", False),
+        ("How much did Huddersfield pay?", "They paid 300,000 for him.", False),
+        # questions a count may answer
+        ("How many goals did he score?", "278 goals.", False),
+        ("How long is the book?", "300 pages.", False),
+        ("How big is the harbour?", "Big enough for 20 boats.", False),
+        ("Who lit the lamp?", "The two keepers.", False),
+    ],
+)
+def test_figures_that_count_something_else_give_no_amount(question, answer, counts_else):
+    assert counts_something_else(answer, question) is counts_else
+
+
+def test_a_hybrid_answer_pricing_nothing_is_not_found():
+    retrieved = [
+        {
+            "id": "#chk_434a23f5",
+            "chunk_id": "c1",
+            "text": "Celebration cakes can be ordered at least seven days ahead. They are made "
+            "to order in three sizes and can be collected from the shop.",
+            "source": "Hexley Bakehouse, FAQ",
+        }
+    ]
+    question = "How much does a celebration cake cost?"
+    raw = "A celebration cake can be ordered at least seven days ahead #chk_434a23f5."
+    got = finish_grounded(
+        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=question
+    )
+    assert got.text == prompts.NOT_ANSWERED and got.citations == []
+    # a question the passage answers keeps its answer
+    asked = "How many days ahead can a celebration cake be ordered?"
+    kept = finish_grounded(
+        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=asked
+    )
+    assert kept.text == raw and len(kept.citations) == 1
