@@ -48,8 +48,11 @@ def best_sentence_similarity(
     flat = [s for p in pieces for s in p]
     if not flat or not vectors:
         return [-1.0] * len(texts)
-    matrix = np.array([unit(v) for v in embed(flat)], dtype=np.float32)
-    nearest = (matrix @ np.stack(vectors).T).max(axis=1)
+    # sibling candidates' windows overlap: each sentence is embedded once (85 -> 37 here)
+    distinct = list(dict.fromkeys(flat))
+    row = {s: i for i, s in enumerate(distinct)}
+    matrix = np.array([unit(v) for v in embed(distinct)], dtype=np.float32)
+    nearest = (matrix @ np.stack(vectors).T).max(axis=1)[[row[s] for s in flat]]
     best, start = [], 0
     for p in pieces:
         best.append(float(nearest[start : start + len(p)].max()) if p else -1.0)

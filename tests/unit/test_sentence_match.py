@@ -29,3 +29,19 @@ def test_the_nearest_of_several_query_vectors_counts():
     text = "Parking spaces are allocated by lottery each quarter."
     assert best_sentence_similarity(_embed, [lunch], [text])[0] < 0.2
     assert best_sentence_similarity(_embed, [lunch, parking], [text])[0] > 0.99
+
+
+def test_a_sentence_two_windows_share_is_embedded_once():
+    embedded: list[str] = []
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        embedded.extend(texts)
+        return _embed(texts)
+
+    question = np.array([1.0, 0.0, 0.0, 0.0])
+    shared = "The fire assembly point is the museum car park."
+    first = f"Parking is by lottery each quarter. {shared}"
+    second = f"{shared} Lunch is served from noon."
+    near = best_sentence_similarity(counting, [question], [first, second, "Lunch ends at two."])
+    assert near[0] > 0.99 and near[1] > 0.99 and near[2] < 0.2  # each text keeps its own score
+    assert sorted(embedded) == sorted(set(embedded)) and embedded.count(shared) == 1
