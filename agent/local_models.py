@@ -233,3 +233,10 @@ class LocalMiniLMEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query."""
         return self._embed_one(text)
+
+    def warm(self) -> None:
+        """Make the bulk sessions and run each on texts of a few lengths, as a server starts:
+        the first bulk call in a process (a not-covered question's sentence match, 73
+        sentences) took 1.2 s against 0.3 s for the next one."""
+        self.embed_query("warm")
+        self.embed_documents([" ".join(["warm"] * n) for n in (4, 12, 24, 40, 64, 96)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -35,6 +36,9 @@ async def lifespan(app: FastAPI):
     services = await get_services()
     # the local model loads while the server starts, then caches the prompts' openings
     start_in_background(services.settings, await openings_to_warm(services))
+    warm_embedder = getattr(services.embeddings.embedder, "warm", None)  # the local one's
+    if warm_embedder is not None:
+        threading.Thread(target=warm_embedder, name="embedder-warm", daemon=True).start()
     try:
         start_summary_worker(services)
     except Exception:  # the API still serves; summaries wait for `quire summarize`

@@ -136,7 +136,9 @@ async def _warm_up(services: Services, model: str) -> None:
 
     settings = services.settings
     chat = await achat_model(model, settings, 0.0)
-    await asyncio.to_thread(services.embeddings.embedder.embed_query, "warm up")
+    embedder = services.embeddings.embedder  # the local one warms its bulk sessions too
+    warm = getattr(embedder, "warm", None) or (lambda: embedder.embed_query("warm up"))
+    await asyncio.to_thread(warm)
     await chat.ainvoke([HumanMessage("Say OK.")], max_tokens=2)
     server = getattr(chat, "server_url", None)
     if server and settings.local_chat_warm_prompts:  # as a server does when it starts

@@ -152,3 +152,22 @@ def test_local_embedder_falls_back_to_the_packaged_file_when_requantising_fails(
     emb = embedding_model("local", Settings(home=tmp_path, local_embedding="int8-dynamic"))
     assert emb.name == PACKAGED_EMBEDDING_LABEL and emb.dimension == 384
     assert len(emb.embedder.embed_query("Who rented Netherfield Park?")) == 384
+
+
+def test_warming_the_local_embedder_makes_its_bulk_sessions_and_changes_no_vector():
+    import numpy as np
+
+    from agent.local_models import (
+        EMBEDDING_LABEL,
+        LocalMiniLMEmbeddings,
+        ensure_embedding_model_file,
+    )
+
+    emb = LocalMiniLMEmbeddings(
+        ensure_embedding_model_file(Settings().model_cache_dir), EMBEDDING_LABEL
+    )
+    before = np.array(emb.embed_query("The fire assembly point is the car park."))
+    emb.warm()
+    assert len(emb._bulk) == 2  # one single-threaded session per thread, made now
+    after = np.array(emb.embed_query("The fire assembly point is the car park."))
+    assert np.allclose(before, after, atol=1e-6)
