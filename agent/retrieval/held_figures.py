@@ -180,10 +180,10 @@ def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     new = figure_values(plain) - figure_values(question)
     if not new:
         return False  # no figure to check: gives_no_amount_asked's case
-    texts = list(passages)
-    money = _money_figures(plain)
     if counts_something_else(plain, question):
         return True  # "278 goals" for a salary: no figure of what was asked
+    texts = list(passages)
+    money = _money_figures(plain)
     if any(_as_money_in(value, t) for value in new & money for t in texts):
         return False
     held = set().union(*(_held_values(t) for t in texts)) if new - money else set()
