@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.attribute_words import with_attribute_words
+from agent.retrieval.named_reach import with_a_naming_sentence
 from agent.text import content_terms
 
 GAP = "…"
@@ -218,6 +219,7 @@ def _focus(
             lengths,
             limit,
         )
+        kept = with_a_naming_sentence(question, sentences, kept, lengths, limit)
         focused[cid] = (sentences, kept or fallback)
     return focused
 
