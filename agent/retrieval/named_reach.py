@@ -18,6 +18,8 @@ from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
 from agent.retrieval.asked_names import asks_for_a_name
 
 _ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
+# "Who is Dinah?" names the one asked about and wants what she is ("Alice's cat"), no name
+_WHO_IS_NAMED = re.compile(r"^\W*(?i:who\s+(?:is|was|are|were))\s+(?:[A-Z][\w'’.-]*\s*)+\W*$")
 
 NAME_REACH = 2
 """How far (in sentences) from a kept one a naming sentence may be: the next sentence, or
@@ -25,7 +27,10 @@ the one after it (the sentence between stays left out, shown as a gap)."""
 
 
 def asks_for_someone(question: str) -> bool:
-    """Whether ``question`` asks who ("Who…", "Whom…", "Whose…") or for a name."""
+    """Whether ``question`` asks who ("Who…", "Whom…", "Whose…") or for a name; "Who is
+    Dinah?" (only names after "who is") asks what someone named is, not for a name."""
+    if _WHO_IS_NAMED.search(question.strip()):
+        return False
     return bool(_ASKS_WHO.search(question)) or asks_for_a_name(question)
 
 

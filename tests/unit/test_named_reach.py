@@ -51,6 +51,11 @@ def test_asks_for_someone():
     assert asks_for_someone("What is the name of Mr. Darcy's estate?")
     assert not asks_for_someone("What does the Rabbit take out of its pocket?")
     assert not asks_for_someone("Where does Mr. Collins live?")
+    # only names after "who is": what someone named is, not a name
+    assert not asks_for_someone("Who is Dinah?")
+    assert not asks_for_someone("who was Mr. Fitzwilliam Darcy?")
+    assert asks_for_someone("Who is the eldest Bennet sister?")
+    assert asks_for_someone("Who is Mr. Collins's patroness?")
 
 
 def test_with_a_naming_sentence_picks_the_nearest_one_within_reach():
