@@ -37,7 +37,7 @@ _ASKS_AMOUNT = re.compile(
     r"\b(?:what|which)\s+(?:year|percentage|per\s*cent|percent|fee|sum|amount|salary|price)\b|"
     r"\bwhat\s+(?:is|was|are|were)\s+(?:(?:the|its|their|his|her)\s+)?(?:[\w'’-]+\s+){0,3}?"
     r"(?:price|cost|fee|fare|salary|wage|rent|population|turnover|revenue|income|profit|"
-    r"surplus|dividend|budget|percentage|age|height|weight|distance)\b",
+    r"surplus|dividend|budget|percentage|age|height|weight|distance|attendance|turnout)\b",
     re.IGNORECASE,
 )
 _ASKS_DURATION = re.compile(

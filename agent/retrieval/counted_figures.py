@@ -12,6 +12,12 @@ the answer adds, in digits or in words, counts a noun that is no unit of what wa
 figure with nothing after it ("It is 340.") or a word of another kind ("paid 10,000 for
 him") is never taken, nor a question that a count may answer: "How many …", "How long is
 the book?" ("300 pages"), "How big …" ("big enough for 20 boats").
+
+A head count asked for ("What was the attendance at his debut?", "What is the population of
+…?", "How many people live in …?") is answered by people ("300 residents", "1,200
+attended", "a crowd of 21,000"); "…was 142 games" or "About 20 boats" counts something else.
+There a figure counts something else only before a plural noun that names no people and no
+unit: a verb after it ("300 live there") is never taken.
 """
 
 from __future__ import annotations
@@ -38,6 +44,17 @@ _ASKS_MEASURE = re.compile(
     re.IGNORECASE,
 )
 _HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+_PEOPLE_WORDS = (
+    "people persons fans spectators supporters residents inhabitants citizens members "
+    "employees staff workers visitors students pupils attendees viewers souls men women "
+    "children adults families households voters"
+)
+_ASKS_HEADCOUNT = re.compile(
+    rf"\bhow\s+many\s+(?:{'|'.join(_PEOPLE_WORDS.split())})\b|"
+    r"\bwhat\s+(?:is|was|are|were)\s+(?:the|its|their|his|her)\s+(?:[\w'’-]+\s+){0,2}?"
+    r"(?:attendance|population|turnout|headcount|workforce)\b",
+    re.IGNORECASE,
+)
 _SCALES = _words("hundred hundreds thousand thousands million millions billion billions bn m k")
 _MONEY_UNITS = _SCALES | _words(
     """pounds pound pence penny p pa dollars dollar cents cent euros euro eur gbp usd yen
@@ -51,6 +68,7 @@ _MEASURE_UNITS = _SCALES | _words(
     minute mins seconds second secs old high tall long deep wide across mph knots degrees
     percent per cent % times sq stops blocks steps paces laps generations"""
 )
+_HEADCOUNT_UNITS = _MEASURE_UNITS | _words(_PEOPLE_WORDS)
 _NUMBER_WORD = (
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
     r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
@@ -65,8 +83,11 @@ _CURRENCY_BEFORE = re.compile(r"[£$€¥]\s*$|\b(?:EUR|GBP|USD)\s*$")
 
 
 def _asked_units(question: str) -> frozenset[str] | None:
-    """The words that may follow a figure answering ``question``: money's, a measure's, or
-    ``None`` when it asks for neither (or counts things: "How many …")."""
+    """The words that may follow a figure answering ``question``: money's, a measure's, a
+    head count's, or ``None`` when it asks for none of them (or counts things: "How many
+    …")."""
+    if _ASKS_HEADCOUNT.search(question):
+        return _HEADCOUNT_UNITS
     if _HOW_MANY.search(question):
         return None
     if _ASKS_MONEY.search(question):
@@ -85,16 +106,22 @@ def counts_something_else(answer: str, question: str) -> bool:
     plain = CITATION_RE.sub(" ", answer)
     asked = {m.group(0).lower() for m in _FIGURE.finditer(question)}
     figures = [m for m in _FIGURE.finditer(plain) if m.group(0).lower() not in asked]
-    return bool(figures) and all(_counts_a_noun(plain, m, units) for m in figures)
+    plural = units is _HEADCOUNT_UNITS  # people are counted by verbs too: "1,200 attended"
+    return bool(figures) and all(_counts_a_noun(plain, m, units, plural) for m in figures)
 
 
-def _counts_a_noun(text: str, figure: re.Match, units: frozenset[str]) -> bool:
+def _counts_a_noun(
+    text: str, figure: re.Match, units: frozenset[str], plural: bool = False
+) -> bool:
     """Whether ``figure`` in ``text`` stands before a noun it counts: a word that is no
-    function word and none of ``units``, with no currency sign before the figure."""
+    function word and none of ``units`` (with ``plural``, a plural one: "games", not
+    "live"), with no currency sign before the figure."""
     if _CURRENCY_BEFORE.search(text[: figure.start()]):
         return False
     word = _NEXT_WORD.match(text, figure.end())
     if word is None:
         return False
     w = word.group(1).lower()
+    if plural and not (len(w) > 3 and w.endswith("s") and not w.endswith("ss")):
+        return False
     return w not in STOPWORDS and w not in units

@@ -26,6 +26,8 @@ from agent.retrieval.asked_amounts import (
         ("How long did Alice fall?", False),  # "a long time" may answer it
         ("How long does the Beacon Traverse take?", True),  # a duration
         ("What is the population of Lisbon?", True),
+        ("What was the attendance at his debut?", True),
+        ("What was the crowd's reaction?", False),
         ("What price did the cider maker pay?", True),
         ("What was Iwan Roberts' salary at Gillingham?", True),  # a name, no "the"
         ("What does the Caterpillar smoke?", False),

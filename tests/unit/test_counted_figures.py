@@ -1,5 +1,6 @@
-"""A sum of money or a measure asked for, answered only with figures that count something
-else, gives none; a figure with its currency, unit, scale or rate gives one."""
+"""A sum of money, a measure or a head count asked for, answered only with figures that count
+something else, gives none; a figure with its currency, unit, scale, rate or people gives
+one."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ from agent.retrieval.counted_figures import counts_something_else
         ("How tall is the lighthouse?", "It is 40 m high.", False),
         ("How far do they deliver?", "Within 5 miles of the market square.", False),
         ("How much did Huddersfield pay?", "They paid 300,000 for him.", False),
+        # a head count asked for: people, or a figure alone; a plural noun of other things
+        ("What was the attendance at his debut?", "It was 142 games.", True),
+        ("How many people live in Kellmouth?", "About 20 boats work from it.", True),
+        ("What is the population of Tokyo?", "Tokyo has 23 wards.", True),
+        ("What is the population of Tokyo?", "It has 14 million inhabitants.", False),
+        ("How many people live in Kellmouth?", "About 300 live in the village.", False),
+        ("What was the attendance at his debut?", "The attendance was 21,000.", False),
+        ("What was the attendance at his debut?", "A crowd of 21,000 spectators.", False),
+        ("What was the attendance at his debut?", "1,200 attended the match.", False),
+        ("What was the turnout in 2019?", "Turnout was 4 boroughs.", True),
         # questions a count may answer
         ("How many goals did he score?", "278 goals.", False),
         ("How long is the book?", "300 pages.", False),
