@@ -56,6 +56,10 @@ def test_dataset_loads_and_resolves_documents():
     assert len(other) >= 25 and sum(i.unanswerable for i in other) >= 3
     assert {p.suffix for i in other for p in i.documents} == {".txt", ".pdf", ".pptx"}
     assert all(p.is_file() for i in other for p in i.documents)
+    # near misses: the article says something close to each, never the thing asked
+    near = load_dataset(DATA / "answers-near-misses.jsonl")
+    assert len(near) >= 9 and all(i.unanswerable and not i.answers for i in near)
+    assert all(p.is_file() for i in near for p in i.documents)
 
 
 async def test_eval_answers_extractive(services, tmp_path):
