@@ -27,6 +27,7 @@ from agent.retrieval.citations import (
     unknown_citations,
 )
 from agent.retrieval.echoes import without_example_echoes
+from agent.retrieval.figure_qualifiers import figure_for_something_else
 from agent.retrieval.held_figures import figures_unheld
 from agent.retrieval.pinned_figures import passage_texts, pin_unheld, shown_texts
 from agent.retrieval.pointers import (
@@ -158,7 +159,8 @@ def finish_grounded(
     answered" reply, as does one that leaves a question asking for a name or an amount
     without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
     year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
-    only in figures no passage holds (:func:`figures_unheld`), or the name or person
+    only in figures no passage holds (:func:`figures_unheld`) or states for something else
+    (:func:`figure_for_something_else`), or the name or person
     asked for only in names no passage holds (:func:`names_unheld`); one that is only a
     citation id becomes the sentence of that passage which best matches the question,
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
@@ -184,6 +186,7 @@ def finish_grounded(
         if question and (
             pin_unheld(question, passage_texts(retrieved))
             or figures_unheld(text, question, read)
+            or figure_for_something_else(text, question, read)
             or names_unheld(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives

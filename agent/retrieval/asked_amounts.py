@@ -72,7 +72,8 @@ _ASKS_FIGURE = re.compile(
     r"\bwhen\s+(?:did|was|were|is|are|does|do|will|would|had|has|have)\b[^?]*\?\W*$|"
     r"\b(?:what|which|in\s+what|in\s+which|on\s+what|on\s+which)\s+"
     r"(?:time|date|day|month|decade|century|season)\b|"
-    r"\bhow\s+(?:long|big|large|wide|deep|far|fast|often|soon|small|short|late|early)\b",
+    r"\bhow\s+(?:long|big|large|wide|deep|far|fast|often|soon|small|short|late|early)\b|"
+    r"\b(?:by\s+)?what\s+(?:(?:is|was)\s+the\s+)?(?:score|scoreline|margin)\b",
     re.IGNORECASE,
 )
 

@@ -47,6 +47,9 @@ def test_only_plain_questions_for_a_figure_ask_for_an_amount(question, asks):
         ("How long is the Beacon Traverse?", True),
         ("How far is the summit from the car park?", True),
         ("How many daughters do the Bennets have?", True),  # an amount too
+        ("By what score did Leicester beat Derby?", True),
+        ("What was the score in the final?", True),
+        ("Who kept the score?", False),
         ("What is the Caterpillar smoking when Alice meets it?", False),  # a clause
         ("Who lit the lamp?", False),
     ],
