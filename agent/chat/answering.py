@@ -18,6 +18,7 @@ from agent import prompts
 from agent.retrieval.anchors import all_invented, without_invented_claims
 from agent.retrieval.asked_amounts import gives_no_amount_asked
 from agent.retrieval.asked_names import names_nothing_asked, names_unheld
+from agent.retrieval.asked_years import answer_of_another_year
 from agent.retrieval.citations import (
     CitableChunk,
     cited_ids,
@@ -160,7 +161,8 @@ def finish_grounded(
     without one (:func:`names_nothing_asked`, :func:`gives_no_amount_asked`) or is about a
     year or a version no passage names (:func:`pin_unheld`) or gives the amount asked for
     only in figures no passage holds (:func:`figures_unheld`) or states for something else
-    (:func:`figure_for_something_else`), or the name or person
+    (:func:`figure_for_something_else`), or says what the passages state of another year
+    than the one asked (:func:`answer_of_another_year`), or the name or person
     asked for only in names no passage holds (:func:`names_unheld`); one that is only a
     citation id becomes the sentence of that passage which best matches the question,
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
@@ -187,6 +189,7 @@ def finish_grounded(
             pin_unheld(question, passage_texts(retrieved))
             or figures_unheld(text, question, read)
             or figure_for_something_else(text, question, read)
+            or answer_of_another_year(text, question, read)
             or names_unheld(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives

@@ -4,9 +4,8 @@ agent.chat.answering.finish_grounded). No database, no model."""
 
 from __future__ import annotations
 
-from agent import prompts
-from agent.chat.answering import finish_grounded
 from agent.retrieval.figure_qualifiers import figure_for_something_else
+from tests.support.guards import refused_then_kept
 
 CAREER = (
     "His goals for Leicester persuaded Wolves to sign Roberts for £1.3m in the summer of 1996. "
@@ -60,14 +59,9 @@ def test_a_hybrid_answer_with_another_finals_score_is_not_found():
         {"id": "#chk_0b0bb15b", "chunk_id": "c1", "text": FINALS, "source": "Iwan Roberts"},
         {"id": "#chk_1a2b3c4d", "chunk_id": "c2", "text": OTHERS[0], "source": "Iwan Roberts"},
     ]
-    question = "By what score did Leicester beat Crystal Palace in the play-off final?"
-    raw = "Leicester won 2–1 against Derby in the play-off final #chk_0b0bb15b."
-    got = finish_grounded(
-        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=question
+    refused_then_kept(
+        "Leicester won 2–1 against Derby in the play-off final #chk_0b0bb15b.",
+        retrieved,
+        "By what score did Leicester beat Crystal Palace in the play-off final?",
+        "By what score did Leicester beat Derby in the play-off final?",
     )
-    assert got.text == prompts.NOT_ANSWERED and got.citations == []
-    asked = "By what score did Leicester beat Derby in the play-off final?"
-    kept = finish_grounded(
-        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=asked
-    )
-    assert kept.text == raw and len(kept.citations) == 1
