@@ -9,7 +9,7 @@ contain it. These helpers find those anchors and the words a passage offers for 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from agent.ingest.sentences import is_abbreviation
 from agent.retrieval.name_words import LABEL_WORDS, SENTENCE_WORDS
@@ -90,6 +90,13 @@ def names_in(text: str) -> set[str]:
 def anchor_vocabulary(text: str) -> set[str]:
     """Every word and number of ``text``, lower-cased, for matching :func:`anchors`."""
     return {_number(t).lower() for t in _WORD.findall(text)}
+
+
+def held_by_most(word: str, vocabularies: Sequence[set[str]]) -> bool:
+    """Whether more than half of ``vocabularies`` (each an :func:`anchor_vocabulary`) hold
+    ``word``: the subject the passages are all about ("Roberts" in his article), which tells
+    no passage apart and qualifies nothing."""
+    return 2 * sum(word in v for v in vocabularies) > len(vocabularies)
 
 
 def _vocabulary(texts: Iterable[str]) -> set[str]:

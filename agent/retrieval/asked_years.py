@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 
 from agent.ingest.sentences import split_sentences
-from agent.retrieval.anchors import anchor_vocabulary, anchors
+from agent.retrieval.anchors import anchor_vocabulary, anchors, held_by_most
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.held_figures import figure_values
 
@@ -63,11 +63,11 @@ def answer_of_another_year(answer: str, question: str, passages: Iterable[str]) 
     names = {
         a
         for a in anchors(plain)
-        if not a[0].isdigit()
-        and a not in known
-        and 2 * sum(a in v for v in vocabularies) <= len(texts)  # not the subject of them all
+        if not a[0].isdigit() and a not in known and not held_by_most(a, vocabularies)
     }
     figures = figure_values(plain) - figure_values(question)
+    if not names and not figures:
+        return False  # nothing added that a sentence could be drawn from
     # the sentences the answer was drawn from: those holding the most of what it adds
     scored = [
         (len(names & words) + (len(figures) if figures and figures <= values else 0), near)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent.ingest.sentences import split_sentences
-from agent.retrieval.anchors import anchor_vocabulary, anchors
+from agent.retrieval.anchors import anchor_vocabulary, anchors, held_by_most
 from agent.retrieval.asked_amounts import asks_for_a_figure
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.held_figures import figure_values
@@ -59,7 +59,7 @@ def figure_for_something_else(answer: str, question: str, passages: Iterable[str
     vocabularies = [anchor_vocabulary(t) for t in texts]
     # a name most passages hold is what they are all about, not the question's qualifier;
     # beside the figure, any name left out will do
-    if all(2 * sum(a in v for v in vocabularies) > len(texts) for a in left_out):
+    if all(held_by_most(a, vocabularies) for a in left_out):
         return False
     # the sentences stating every figure the answer adds ("2-1": a 1 alone is anywhere)
     stating = [near for t in texts for values, near in _windows(t) if new <= values]

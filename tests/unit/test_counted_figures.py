@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import prompts
-from agent.chat.answering import finish_grounded
 from agent.retrieval.counted_figures import counts_something_else
+from tests.support.guards import refused_then_kept
 
 
 @pytest.mark.parametrize(
@@ -64,15 +63,10 @@ def test_a_hybrid_answer_pricing_nothing_is_not_found():
             "source": "Hexley Bakehouse, FAQ",
         }
     ]
-    question = "How much does a celebration cake cost?"
-    raw = "A celebration cake can be ordered at least seven days ahead #chk_434a23f5."
-    got = finish_grounded(
-        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=question
+    # a question the passage answers (the second) keeps its answer
+    refused_then_kept(
+        "A celebration cake can be ordered at least seven days ahead #chk_434a23f5.",
+        retrieved,
+        "How much does a celebration cake cost?",
+        "How many days ahead can a celebration cake be ordered?",
     )
-    assert got.text == prompts.NOT_ANSWERED and got.citations == []
-    # a question the passage answers keeps its answer
-    asked = "How many days ahead can a celebration cake be ordered?"
-    kept = finish_grounded(
-        raw, retrieved, route="hybrid", model_used="m", tokens_used=1, question=asked
-    )
-    assert kept.text == raw and len(kept.citations) == 1
