@@ -157,10 +157,28 @@ def _joined(sentences: list[str], keep: list[int], shown: frozenset[int] | None 
 ORNAMENT = re.compile(r"(?<!\S)(?:[*=~#_-]\s*){3,}(?!\S)")
 """A scene break or rule (``* * *``, ``-----``): tokens for the model, no words."""
 
+# an old book's name left out, "They were in ---- Street", "Mr. ----": a few dashes after a
+# word that ends no sentence, or after a title; dropped, the model read "in Street"
+_ELISION = re.compile(r"-{2,6}")
+_BEFORE_ELISION = re.compile(r"(?:[^\W\d_]|\b(?:Mr|Mrs|Messrs|Miss|Dr|Sir|Lady|Lord|St)\.)\s*$")
+
+
+def _without_ornaments(text: str) -> str:
+    """``text`` with its :data:`ORNAMENT` runs blanked, but not a name's elision dashes."""
+
+    def blank(match: re.Match[str]) -> str:
+        run = match.group(0)
+        elided = _ELISION.fullmatch(run.strip()) and _BEFORE_ELISION.search(
+            text[max(0, match.start() - 8) : match.start()]
+        )
+        return run if elided else " "
+
+    return ORNAMENT.sub(blank, text)
+
 
 def _sentences(text: str) -> list[str]:
     """A passage's sentences, without ornaments."""
-    return split_sentences(" ".join(ORNAMENT.sub(" ", text).split()))
+    return split_sentences(" ".join(_without_ornaments(text).split()))
 
 
 def _span(window: list[str], whole: list[str]) -> tuple[int, int] | None:

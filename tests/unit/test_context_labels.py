@@ -46,3 +46,15 @@ def test_scene_breaks_are_left_out_of_focused_passages():
     [focused] = focus_passages("What did Alice cry?", {"a": text}, hits=1, neighbours=1).values()
     assert "*" not in focused and "---" not in focused
     assert "Curiouser and curiouser, cried Alice." in focused
+
+
+def test_a_names_elision_dashes_stay_in_focused_passages():
+    text = (
+        "At length our kind friend procured the wished-for direction. They were in ---- "
+        "Street. He saw Wickham there. The letter came from Mr. ----, of Meryton. "
+        "So it ended. ---- A new day began."
+    )
+    [focused] = focus_passages("Where were they?", {"a": text}, hits=2, neighbours=5).values()
+    assert "They were in ---- Street." in focused  # a name left out, not a rule
+    assert "Mr. ----, of Meryton" in focused
+    assert "ended. ----" not in focused  # after a sentence's end: a scene break
