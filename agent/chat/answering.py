@@ -40,6 +40,7 @@ from agent.retrieval.pointers import (
 )
 from agent.retrieval.quotes import amount_sentence, pointed_sentence
 from agent.retrieval.repeats import without_repeated_sentences
+from agent.retrieval.unheld_question_names import ties_to_an_unheld_name
 
 
 @dataclass
@@ -163,7 +164,8 @@ def finish_grounded(
     only in figures no passage holds (:func:`figures_unheld`) or states for something else
     (:func:`figure_for_something_else`), or says what the passages state of another year
     than the one asked (:func:`answer_of_another_year`), or the name or person
-    asked for only in names no passage holds (:func:`names_unheld`); one that is only a
+    asked for only in names no passage holds (:func:`names_unheld`), or ties what it says
+    to a name of the question no passage holds (:func:`ties_to_an_unheld_name`); one that is only a
     citation id becomes the sentence of that passage which best matches the question,
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
     for, the passages' sentence stating the amount asked for (:func:`amount_sentence`).
@@ -191,6 +193,7 @@ def finish_grounded(
             or figure_for_something_else(text, question, read)
             or answer_of_another_year(text, question, read)
             or names_unheld(text, question, read)
+            or ties_to_an_unheld_name(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and _answers_nothing(text, question):
