@@ -12,7 +12,9 @@ first name?", "What name did she give …", "What is the lizard called?"); a "Wh
 never does. An answer names something when it holds a capitalised word the question does not
 (a title such as "Mr" or a sentence's "The" does not count), a quotation, a number the
 question lacks, or letters of a script without case: the check only ever takes an answer
-that certainly names nothing new.
+that certainly names nothing new. A "Who …?" answer naming no one that cites nothing (the
+guard found no passage saying it) is such too: "The Crazy Ones was written by the author of
+this text." says nothing the documents say.
 
 :func:`names_unheld` takes the other side: "What is the name of Mr. Darcy's younger
 sister?" answered "…is Mary #chk_…" when no passage shown names Mary. For a question asking
@@ -40,6 +42,7 @@ _ASKS_NAME = re.compile(
     re.IGNORECASE,
 )
 _ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|where)\b", re.IGNORECASE)
+_ASKS_FOR_SOMEONE = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
@@ -62,12 +65,14 @@ def _key(word: str) -> str:
 
 
 def names_nothing_asked(answer: str, question: str) -> bool:
-    """Whether ``answer`` leaves a question asking for a name (:func:`asks_for_a_name`)
-    without one: no capitalised word the question lacks, no quotation, no new number and
-    no letters of a caseless script (see the module docs)."""
-    if not asks_for_a_name(question):
-        return False
+    """Whether ``answer`` leaves a question asking for a name (:func:`asks_for_a_name`), or
+    one asking who citing nothing (:data:`_ASKS_FOR_SOMEONE`), without one: no capitalised word
+    the question lacks, no quotation, no new number and no letters of a caseless script
+    (see the module docs)."""
     plain = CITATION_RE.sub(" ", answer)
+    uncited = plain == answer
+    if not (asks_for_a_name(question) or (uncited and _ASKS_FOR_SOMEONE.search(question))):
+        return False
     if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
     if has_caseless_letters(plain):

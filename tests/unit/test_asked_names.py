@@ -59,7 +59,17 @@ def test_answers_that_name_something(answer):
 
 
 def test_a_description_answers_a_question_not_asking_for_a_name():
-    assert not names_nothing_asked("Her elder sister.", "Who is the eldest Bennet sister?")
+    question = "Who is the eldest Bennet sister?"
+    assert not names_nothing_asked("Her elder sister #chk_2a6de782.", question)
+    assert not names_nothing_asked("Jane, her elder sister.", question)
+
+
+def test_a_who_answer_naming_no_one_and_citing_nothing_names_nothing_asked():
+    answer = "The Crazy Ones was written by the author of this text."
+    assert names_nothing_asked(answer, "Who wrote The Crazy Ones?")
+    # cited, or to a question asking where: a description may answer it
+    assert not names_nothing_asked(answer + " #chk_b9f460b9", "Who wrote The Crazy Ones?")
+    assert not names_nothing_asked("In the author's house.", "Where was it written?")
 
 
 _RETRIEVED = [
