@@ -60,6 +60,13 @@ def test_dataset_loads_and_resolves_documents():
     near = load_dataset(DATA / "answers-near-misses.jsonl")
     assert len(near) >= 9 and all(i.unanswerable and not i.answers for i in near)
     assert all(p.is_file() for i in near for p in i.documents)
+    # PDFs of py-pdf's samples; a transcript, a recipe and a web page written for these tests
+    samples = load_dataset(DATA / "answers-pdf-samples.jsonl")
+    formats = load_dataset(DATA / "answers-formats.jsonl")
+    assert {p.suffix for i in formats for p in i.documents} == {".vtt", ".md", ".html"}
+    for extra in (samples, formats):
+        assert sum(i.unanswerable for i in extra) >= 4 and sum(bool(i.answers) for i in extra) >= 9
+        assert all(p.is_file() for i in extra for p in i.documents)
 
 
 async def test_eval_answers_extractive(services, tmp_path):

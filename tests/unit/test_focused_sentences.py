@@ -164,3 +164,20 @@ def test_a_one_word_question_reads_its_passages_up_to_the_first_holding_the_word
     assert lone_word_passages("Where are Pemberley's woods?", texts) == list(texts)
     # no passage holds the word: each is the embedder's guess, all stay
     assert lone_word_passages("Who is Georgiana?", texts) == list(texts)
+
+
+def test_a_preposition_of_the_question_picks_no_sentence():
+    # "into" of "goes into the sourdough" once chose "Shape into a batard…" over the table row
+    recipe = (
+        "Weekend Sourdough. Makes one loaf of about 900 g. Ingredients. "
+        "Ingredient: Bread flour; Amount: 450 g. Ingredient: Water; Amount: 375 g. "
+        "Ingredient: Salt; Amount: 10 g. Method. Mix the flours and 350 g of the water. "
+        "Add the salt and the last 25 g of water. Bulk ferment for about 4 hours at 24 °C. "
+        "Shape into a batard and proof in the fridge for 12 to 16 hours. "
+        "Bake in a preheated Dutch oven at 250 °C for 20 minutes. "
+        "The loaf is done when its internal temperature reaches 96 °C."
+    )
+    question = "How much water goes into the sourdough?"
+    [focused] = focus_passages(question, {"a": recipe}, hits=2, neighbours=0).values()
+    assert "Ingredient: Water; Amount: 375 g." in focused
+    assert "batard" not in focused
