@@ -99,7 +99,7 @@ def held_by_most(word: str, vocabularies: Sequence[set[str]]) -> bool:
     return 2 * sum(word in v for v in vocabularies) > len(vocabularies)
 
 
-def _vocabulary(texts: Iterable[str]) -> set[str]:
+def vocabulary_of(texts: Iterable[str]) -> set[str]:
     """:func:`anchor_vocabulary` of all ``texts`` together."""
     return set().union(*(anchor_vocabulary(t) for t in texts))
 
@@ -107,7 +107,7 @@ def _vocabulary(texts: Iterable[str]) -> set[str]:
 def missing_anchors(sentence: str, known: Iterable[str]) -> set[str]:
     """The anchors of ``sentence`` found in none of the ``known`` texts (an invented name or
     figure, when ``known`` is everything the model was shown)."""
-    return anchors(sentence) - _vocabulary(known)
+    return anchors(sentence) - vocabulary_of(known)
 
 
 def without_invented_claims(answer: str, known: Iterable[str]) -> tuple[str, int]:
@@ -134,7 +134,7 @@ def _invented_sentences(answer: str, known: Iterable[str]) -> list[tuple[str, bo
     """Each sentence of ``answer`` with whether it states a name or number found in none of
     the ``known`` texts."""
     texts = list(known)
-    vocabulary = _vocabulary(texts)
+    vocabulary = vocabulary_of(texts)
     names = set().union(*(names_in(t) for t in texts))
     return [
         (s, bool(anchors(_uncited(s), names) - vocabulary))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
+from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in, vocabulary_of
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.name_words import SENTENCE_WORDS, TITLES
 from agent.text import has_caseless_letters
@@ -42,7 +42,8 @@ _ASKS_NAME = re.compile(
     re.IGNORECASE,
 )
 _ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|where)\b", re.IGNORECASE)
-_ASKS_FOR_SOMEONE = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
+# a person asked for (_ASKS_WHO also takes "which" and "where": a club, a place)
+ASKS_FOR_SOMEONE = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
 _QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
@@ -66,12 +67,12 @@ def _key(word: str) -> str:
 
 def names_nothing_asked(answer: str, question: str) -> bool:
     """Whether ``answer`` leaves a question asking for a name (:func:`asks_for_a_name`), or
-    one asking who citing nothing (:data:`_ASKS_FOR_SOMEONE`), without one: no capitalised word
+    one asking who citing nothing (:data:`ASKS_FOR_SOMEONE`), without one: no capitalised word
     the question lacks, no quotation, no new number and no letters of a caseless script
     (see the module docs)."""
     plain = CITATION_RE.sub(" ", answer)
     uncited = plain == answer
-    if not (asks_for_a_name(question) or (uncited and _ASKS_FOR_SOMEONE.search(question))):
+    if not (asks_for_a_name(question) or (uncited and ASKS_FOR_SOMEONE.search(question))):
         return False
     if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
@@ -102,4 +103,4 @@ def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     ):
         found.add(_key(words[0]))  # "Georgiana.": a bare name opens the answer
     new = {a for a in found if not a[0].isdigit() and a not in known and a not in _NOT_NAMES}
-    return bool(new) and not new & set().union(*(anchor_vocabulary(t) for t in texts))
+    return bool(new) and not new & vocabulary_of(texts)

@@ -15,10 +15,8 @@ import re
 from collections.abc import Sequence
 
 from agent.retrieval.anchors import anchor_vocabulary, anchors, names_in
-from agent.retrieval.asked_names import asks_for_a_name
+from agent.retrieval.asked_names import ASKS_FOR_SOMEONE, asks_for_a_name
 
-# a person asked for (asked_names' _ASKS_WHO also takes "which" and "where": a club, a place)
-_ASKS_PERSON = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
 # "Who is Dinah?" names the one asked about and wants what she is ("Alice's cat"), no name
 _WHO_IS_NAMED = re.compile(r"^\W*(?i:who\s+(?:is|was|are|were))\s+(?:[A-Z][\w'’.-]*\s*)+\W*$")
 
@@ -32,7 +30,7 @@ def asks_for_someone(question: str) -> bool:
     Dinah?" (only names after "who is") asks what someone named is, not for a name."""
     if _WHO_IS_NAMED.search(question.strip()):
         return False
-    return bool(_ASKS_PERSON.search(question)) or asks_for_a_name(question)
+    return bool(ASKS_FOR_SOMEONE.search(question)) or asks_for_a_name(question)
 
 
 def with_a_naming_sentence(

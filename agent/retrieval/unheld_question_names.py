@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from agent.retrieval.anchors import anchor_vocabulary, anchors
+from agent.retrieval.anchors import anchor_vocabulary, anchors, vocabulary_of
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.name_words import TITLES
 
@@ -46,8 +46,8 @@ def ties_to_an_unheld_name(answer: str, question: str, passages: Iterable[str]) 
     repeated = asked & anchor_vocabulary(plain)
     if not repeated:
         return False
-    added = anchors(plain) - anchors(question) - TITLES - anchor_vocabulary(question)
+    added = anchors(plain) - TITLES - anchor_vocabulary(question)
     if not added:
         return False  # "Your documents do not mention Italy": a refusal in its own words
-    vocabulary = set().union(*(anchor_vocabulary(p) for p in passages))
+    vocabulary = vocabulary_of(passages)
     return any(not _held(name, vocabulary) for name in repeated)
