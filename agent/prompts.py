@@ -331,7 +331,7 @@ NOT_ANSWERED = (
     "I couldn't find the answer in your documents: the passages I found touch on this but "
     "don't say it."
 )
-
+ANOTHER_KIND = "I couldn't find {asked} in your documents, only {said}"  # "bread flour" for rye
 # an answer that was only a citation id: the sentence of the passage it named
 QUOTED_ANSWER = "Your documents say: “{sentence}” {citation}"
 

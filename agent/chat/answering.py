@@ -16,6 +16,7 @@ from langchain_core.messages import (
 
 from agent import prompts
 from agent.retrieval.anchors import all_invented, without_invented_claims
+from agent.retrieval.another_kind import another_kind
 from agent.retrieval.asked_amounts import gives_no_amount_asked
 from agent.retrieval.asked_names import names_nothing_asked, names_unheld
 from agent.retrieval.asked_years import answer_of_another_year
@@ -196,6 +197,8 @@ def finish_grounded(
             or ties_to_an_unheld_name(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
+        elif question and (kind := _another_kind(text, question, retrieved)):
+            text = kind
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
         elif question and (other := amount_sentence(text, _read_by_id(citable), question)):
@@ -223,6 +226,18 @@ def _answers_nothing(text: str, question: str) -> bool:
         or names_nothing_asked(text, question)
         or gives_no_amount_asked(text, question)
     )
+
+
+def _another_kind(text: str, question: str, retrieved: list[dict]) -> str | None:
+    """The reply to an answer about another kind of what ``question`` asks for ("bread
+    flour" for "rye flour": :func:`another_kind`): what the documents lack, and the kind
+    they hold, with the answer's words when they are the passage's; else ``None``."""
+    passages = zip((c["id"] for c in retrieved), passage_texts(retrieved), strict=True)
+    kind = another_kind(text, question, passages)
+    if kind is None:
+        return None
+    reply = prompts.ANOTHER_KIND.format(asked=kind.asked, said=kind.said)
+    return f"{reply} {kind.citation_id}." if kind.answer_keeps_it else f"{reply}: {text}"
 
 
 def _read_by_id(citable: list[CitableChunk]) -> dict[str, str]:

@@ -64,7 +64,10 @@ def test_dataset_loads_and_resolves_documents():
     samples = load_dataset(DATA / "answers-pdf-samples.jsonl")
     formats = load_dataset(DATA / "answers-formats.jsonl")
     assert {p.suffix for i in formats for p in i.documents} == {".vtt", ".md", ".html"}
-    for extra in (samples, formats):
+    # forty SciFact abstracts, every question over all of them
+    abstracts = load_dataset(DATA / "answers-abstracts.jsonl")
+    assert all(len(i.documents) == 40 for i in abstracts)
+    for extra in (samples, formats, abstracts):
         assert sum(i.unanswerable for i in extra) >= 4 and sum(bool(i.answers) for i in extra) >= 9
         assert all(p.is_file() for i in extra for p in i.documents)
 
