@@ -109,6 +109,14 @@ _EACH_OF_TWO = re.compile(
     re.I,
 )
 
+# a count asked for: "In how many lymphomas did BMAL1 correlate with MYC?" wants a number,
+# whichever analysis word it uses
+_COUNT_QUESTION = re.compile(
+    r"^\W*(?:(?:in|for|on|at|of|by|from|among|across|over|after|within)\s+)?how many\b"
+    r"|^\W*what (?:number|percentage|proportion|fraction|share) of\b",
+    re.I,
+)
+
 
 @dataclass(frozen=True)
 class RouteChoice:
@@ -264,7 +272,8 @@ def _document_route(
     topic = summary and summary_topic(wording, summary_keywords, book_names)
     if single_book and summary and not many and not topic:
         return RouteChoice("global_summary", "summary request for the one book in scope")
-    if _has_keyword(wording, reasoning or REASONING_KEYWORDS) or _EACH_OF_TWO.search(message):
+    analysis = _has_keyword(wording, reasoning or REASONING_KEYWORDS)
+    if (analysis and not _COUNT_QUESTION.search(message)) or _EACH_OF_TWO.search(message):
         return RouteChoice("deep_reasoning", "analysis or comparison: deep reasoning", "deep")
     if many:
         return RouteChoice("hybrid", "asks about several books: general settings", "general")

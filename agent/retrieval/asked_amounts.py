@@ -10,7 +10,8 @@ documents were searched and do not say it.
 Only questions that plainly ask for a figure count: "How many …", "How old/tall/high/far/
 heavy …", "How much …" about money or weight ("How much did Wolves pay…", "How much a year
 …"), "What/Which/In what year …", "What percentage/fee/sum …". "What is the price/cost/
-population …" too. "How long" and "How big" may be answered in words ("for a long time",
+population/ratio …" too, and a named value or rate ("What was the cutoff value …", "the
+survival rate"). "How long" and "How big" may be answered in words ("for a long time",
 "as large as a house"), so they count only as "How long does … take/last", which asks for
 a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
 none. An answer
@@ -37,7 +38,11 @@ _ASKS_AMOUNT = re.compile(
     r"\b(?:what|which)\s+(?:year|percentage|per\s*cent|percent|fee|sum|amount|salary|price)\b|"
     r"\bwhat\s+(?:is|was|are|were)\s+(?:(?:the|its|their|his|her)\s+)?(?:[\w'’-]+\s+){0,3}?"
     r"(?:price|cost|fee|fare|salary|wage|rent|population|turnover|revenue|income|profit|"
-    r"surplus|dividend|budget|percentage|age|height|weight|distance|attendance|turnout)\b",
+    r"surplus|dividend|budget|percentage|age|height|weight|distance|attendance|turnout|ratio)\b|"
+    # a named value or rate ("the cutoff value", "the survival rate"), not "the value of
+    # trust" nor "the core values"
+    r"\bwhat\s+(?:is|was|are|were)\s+(?:the|its|their|his|her)\s+(?:[\w'’-]+\s+){1,3}?"
+    r"(?:value|rates?)\b",
     re.IGNORECASE,
 )
 _ASKS_DURATION = re.compile(

@@ -101,6 +101,8 @@ def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
         and words[0][0].isupper()
         and _key(words[0]) not in _NOBODY
     ):
-        found.add(_key(words[0]))  # "Georgiana.": a bare name opens the answer
+        # "Georgiana.": a bare name opens the answer; "PANC-1 cells": a code, read as the
+        # passages' words are (its letters, "panc")
+        found.add(re.split(r"[-‐–]", _key(words[0]))[0])
     new = {a for a in found if not a[0].isdigit() and a not in known and a not in _NOT_NAMES}
     return bool(new) and not new & vocabulary_of(texts)

@@ -18,11 +18,20 @@ A head count asked for ("What was the attendance at his debut?", "What is the po
 attended", "a crowd of 21,000"); "…was 142 games" or "About 20 boats" counts something else.
 There a figure counts something else only before a plural noun that names no people and no
 unit: a verb after it ("300 live there") is never taken.
+
+"How many healthy volunteers were included in the study?" answered "The study included
+fourteen CF patients #chk_…": the abstract counts its patients and names its volunteers
+without a count. :func:`counts_another_thing` takes a count answered so: the answer never
+names the thing the question counts (its noun after "how many", one the passages name), and
+each figure it adds stands before another plural noun. When no passage names the thing
+asked, the answer's noun may be the passages' word for it ("How many children…?" "…three
+daughters") and is left.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from agent.retrieval.citations import CITATION_RE
 from agent.text import STOPWORDS
@@ -108,6 +117,64 @@ def counts_something_else(answer: str, question: str) -> bool:
     figures = [m for m in _FIGURE.finditer(plain) if m.group(0).lower() not in asked]
     plural = units is _HEADCOUNT_UNITS  # people are counted by verbs too: "1,200 attended"
     return bool(figures) and all(_counts_a_noun(plain, m, units, plural) for m in figures)
+
+
+_HOW_MANY_WORDS = re.compile(r"\bhow\s+many\s+((?:[A-Za-z'’-]+\s*){1,6})", re.IGNORECASE)
+_COUNT_ENDS = _words(
+    "are is was were do does did have has had can could will would of in with at on for from "
+    "by to that who which"
+)
+_STEM = 5
+"""Letters two words must share to be one noun ("volunteer", "volunteers")."""
+_AFTER_FIGURE = 3
+"""Words after a figure that may be its noun ("fourteen CF patients")."""
+
+
+def _stem(word: str) -> str:
+    return word.lower()[:_STEM]
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.lower().endswith("s") and not word.lower().endswith("ss")
+
+
+def counts_another_thing(answer: str, question: str, passages: Iterable[str]) -> bool:
+    """Whether ``answer`` to a "How many …?" ``question`` counts only something else than
+    what the question counts, which ``passages`` name (see the module docs)."""
+    noun = _counted_noun(question)
+    if noun is None:
+        return False
+    if noun.lower() in _words(_PEOPLE_WORDS) or noun.lower() in STOPWORDS:
+        return False  # a head count: "300 residents" answers "how many people"
+    plain = CITATION_RE.sub(" ", answer)
+    said = {_stem(w) for w in re.findall(r"[A-Za-z]+", plain)}
+    if _stem(noun) in said:
+        return False
+    held = {_stem(w) for t in passages for w in re.findall(r"[A-Za-z]+", t)}
+    if _stem(noun) not in held:
+        return False
+    in_question = {m.group(0).lower() for m in _FIGURE.finditer(question)}
+    figures = [m for m in _FIGURE.finditer(plain) if m.group(0).lower() not in in_question]
+    return bool(figures) and all(_before_a_plural(plain, m) for m in figures)
+
+
+def _counted_noun(question: str) -> str | None:
+    """The noun "how many" counts in ``question``: the first plural of the words before a verb
+    or a preposition ("how many healthy volunteers were"), else the last of them ("how many
+    children did"); ``None`` without "how many"."""
+    found = _HOW_MANY_WORDS.search(question)
+    if found is None:
+        return None
+    words = re.findall(r"[A-Za-z]+", found.group(1))
+    end = next((i for i, w in enumerate(words) if w.lower() in _COUNT_ENDS), len(words))
+    phrase = words[:end] or words[:1]
+    return next((w for w in phrase if _plural(w)), phrase[-1])
+
+
+def _before_a_plural(text: str, figure: re.Match) -> bool:
+    """Whether one of the few words after ``figure`` in ``text`` is a plural noun."""
+    after = re.findall(r"[A-Za-z]+", text[figure.end() :])[:_AFTER_FIGURE]
+    return any(_plural(w) and w.lower() not in STOPWORDS for w in after)
 
 
 def _counts_a_noun(

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from agent.retrieval.asked_amounts import asks_for_a_figure
 from agent.retrieval.citations import CITATION_RE
-from agent.retrieval.counted_figures import counts_something_else
+from agent.retrieval.counted_figures import counts_another_thing, counts_something_else
 
 
 def _words(text: str) -> list[str]:
@@ -172,8 +172,8 @@ def _as_money_in(value: float, passage: str) -> bool:
 
 def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether ``answer`` gives an amount ``question`` asks for only in figures that no
-    passage holds, or a sum of money asked for only in figures of something else (see the
-    module docs)."""
+    passage holds, or a sum of money or a count asked for only in figures of something else
+    (see the module docs)."""
     if not asks_for_a_figure(question):
         return False
     plain = CITATION_RE.sub(" ", answer)
@@ -183,6 +183,8 @@ def figures_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     if counts_something_else(plain, question):
         return True  # "278 goals" for a salary: no figure of what was asked
     texts = list(passages)
+    if counts_another_thing(plain, question, texts):
+        return True  # "fourteen CF patients" for the volunteers a passage names
     money = _money_figures(plain)
     if any(_as_money_in(value, t) for value in new & money for t in texts):
         return False

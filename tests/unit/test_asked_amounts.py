@@ -31,6 +31,12 @@ from agent.retrieval.asked_amounts import (
         ("What price did the cider maker pay?", True),
         ("What was Iwan Roberts' salary at Gillingham?", True),  # a name, no "the"
         ("What does the Caterpillar smoke?", False),
+        # a named value, a rate or a ratio; not the worth of a thing, nor principles
+        ("What was the cutoff value of RDW in the study?", True),
+        ("What was the five-year survival rate?", True),
+        ("What is the hazard ratio for overall survival?", True),
+        ("What is the value of friendship?", False),
+        ("What are the core values of the firm?", False),
     ],
 )
 def test_only_plain_questions_for_a_figure_ask_for_an_amount(question, asks):

@@ -131,6 +131,13 @@ def test_a_name_no_passage_holds_is_no_answer(answer, question, unheld):
     assert names_unheld(answer, question, _SISTER_PASSAGES) is unheld
 
 
+def test_a_code_opening_the_answer_is_read_as_the_passages_words():
+    cells = ["Doxycycline induces apoptosis in PANC-1 pancreatic cancer cells."]
+    question = "Which cancer cells does doxycycline induce apoptosis in?"
+    assert not names_unheld("PANC-1 pancreatic cancer cells #chk_1.", question, cells)
+    assert names_unheld("HeLa-2 cells #chk_1.", question, cells)
+
+
 def test_a_name_in_a_passage_label_is_held():
     retrieved = [
         {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.retrieval.counted_figures import counts_something_else
+from agent.retrieval.counted_figures import counts_another_thing, counts_something_else
 from tests.support.guards import refused_then_kept
 
 
@@ -69,4 +69,43 @@ def test_a_hybrid_answer_pricing_nothing_is_not_found():
         retrieved,
         "How much does a celebration cake cost?",
         "How many days ahead can a celebration cake be ordered?",
+    )
+
+
+_PLASMA = (
+    "Plasma analysis of fourteen CF patients revealed high levels of LPS compared to healthy "
+    "volunteers and patients who suffer from Chronic Obstructive Pulmonary Disease."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "counts_else"),
+    [
+        # the passage names the volunteers, counts only the patients
+        (
+            "How many healthy volunteers were included in the study?",
+            "The study included fourteen CF patients #chk_4c219265.",
+            True,
+        ),
+        ("How many volunteers took part?", "There were 14 patients.", True),
+        # the thing counted, named in the answer; a figure with no noun; the passage's word
+        # for a thing it never names as asked; a head count
+        ("How many CF patients were analysed?", "Fourteen CF patients were analysed.", False),
+        ("How many healthy volunteers were included?", "14 healthy volunteers.", False),
+        ("How many healthy volunteers were included?", "It included fourteen.", False),
+        ("How many children did the patients have?", "They had three daughters.", False),
+        ("How many people were analysed?", "Fourteen CF patients.", False),
+    ],
+)
+def test_a_count_of_another_thing_the_passage_names(question, answer, counts_else):
+    assert counts_another_thing(answer, question, [_PLASMA]) is counts_else
+
+
+def test_a_hybrid_answer_counting_the_patients_for_the_volunteers_is_not_found():
+    retrieved = [{"id": "#chk_4c219265", "chunk_id": "c1", "text": _PLASMA, "source": "CF"}]
+    refused_then_kept(
+        "The study included fourteen CF patients #chk_4c219265.",
+        retrieved,
+        "How many healthy volunteers were included in the plasma study?",
+        "How many CF patients were included in the plasma study?",
     )

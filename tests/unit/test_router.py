@@ -93,6 +93,11 @@ ONE_BOOK = [
     ("When does the tea party happen?", "hybrid"),
     ("Which chapter mentions the Lobster Quadrille?", "hybrid"),
     ("Who wrote the letter to Elizabeth?", "hybrid"),
+    # a count asked for with an analysis word: a number, not an essay
+    ("In how many chapters does the Cat's grin correlate with Alice's fear?", "hybrid"),
+    ("How many of the sisters does Lydia influence?", "hybrid"),
+    ("What percentage of the guests relate to the Bennets?", "hybrid"),
+    ("Why do so many of the guests relate to the Bennets?", "deep_reasoning"),
     # fresh facts and explicit web requests without a web key: the documents, never the web
     ("What is the latest news about AI?", "hybrid"),
     ("What's the weather in Paris right now?", "hybrid"),

@@ -57,3 +57,25 @@ def test_a_hybrid_answer_about_an_unheld_country_is_not_found():
         "What is the population of Italy?",
         "What is the population of the country with Paris as its capital?",
     )
+
+
+_NANOSCOPY = (
+    "We tagged proteins with the fluorescent proteins Citrine or tdEos and expressed them in "
+    "Caenorhabditis elegans, fixed the worms and embedded them in plastic."
+)
+
+
+def test_an_answer_repeating_the_questions_closing_noun_no_passage_holds():
+    question = "Which fluorescent proteins were used to tag proteins in zebrafish?"
+    cited = "Citrine and tdEos were used to tag proteins in zebrafish #chk_d4297a42."
+    assert ties_to_an_unheld_name(cited, question, [_NANOSCOPY])
+    # the model's own refusal cites nothing; a noun the passage holds ("worms"); an answer
+    # that does not repeat it
+    assert not ties_to_an_unheld_name(
+        "Your documents do not mention zebrafish.", question, [_NANOSCOPY]
+    )
+    held = "Which fluorescent proteins were used to tag proteins in worms?"
+    assert not ties_to_an_unheld_name(
+        "Citrine and tdEos were used in the worms #chk_d4297a42.", held, [_NANOSCOPY]
+    )
+    assert not ties_to_an_unheld_name("Citrine and tdEos #chk_d4297a42.", question, [_NANOSCOPY])
