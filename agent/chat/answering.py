@@ -39,7 +39,7 @@ from agent.retrieval.pointers import (
     without_pointer_sentences,
     without_prompt_openers,
 )
-from agent.retrieval.quotes import amount_sentence, pointed_sentence
+from agent.retrieval.quotes import amount_sentence, covering_sentence, pointed_sentence
 from agent.retrieval.repeats import without_repeated_sentences
 from agent.retrieval.unheld_question_names import ties_to_an_unheld_name
 
@@ -169,7 +169,10 @@ def finish_grounded(
     to a name of the question no passage holds (:func:`ties_to_an_unheld_name`); one that is only a
     citation id becomes the sentence of that passage which best matches the question,
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
-    for, the passages' sentence stating the amount asked for (:func:`amount_sentence`).
+    for, the passages' sentence stating the amount asked for (:func:`amount_sentence`). An
+    answer about another kind of what is asked ("bread flour" for "rye flour") says so
+    (:func:`another_kind`), and a "not answered" reply over a passage sentence holding every
+    word of the question quotes that sentence (:func:`covering_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below
@@ -203,6 +206,8 @@ def finish_grounded(
             text = _quoted_or_not_answered(text, citable, question)
         elif question and (other := amount_sentence(text, _read_by_id(citable), question)):
             text = prompts.QUOTED_ANSWER.format(sentence=other[0], citation=other[1])
+        if text == prompts.NOT_ANSWERED and question:  # the question's words, all in one
+            text = _covering_quote(question, citable) or text
     by_id = {c["id"]: c for c in retrieved}
     cited = [by_id[cid] for cid in cited_ids(text) if cid in by_id]
     return Answer(
@@ -238,6 +243,15 @@ def _another_kind(text: str, question: str, retrieved: list[dict]) -> str | None
         return None
     reply = prompts.ANOTHER_KIND.format(asked=kind.asked, said=kind.said)
     return f"{reply} {kind.citation_id}." if kind.answer_keeps_it else f"{reply}: {text}"
+
+
+def _covering_quote(question: str, citable: list[CitableChunk]) -> str | None:
+    """The passages' sentence holding every word of ``question``, quoted
+    (:func:`covering_sentence`), or ``None``."""
+    covering = covering_sentence(question, _read_by_id(citable))
+    if covering is None:
+        return None
+    return prompts.QUOTED_ANSWER.format(sentence=covering[0], citation=covering[1])
 
 
 def _read_by_id(citable: list[CitableChunk]) -> dict[str, str]:

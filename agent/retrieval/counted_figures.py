@@ -135,7 +135,9 @@ def _stem(word: str) -> str:
 
 
 def _plural(word: str) -> bool:
-    return len(word) > 3 and word.lower().endswith("s") and not word.lower().endswith("ss")
+    # "patients", not "fibrosis", "virus" nor "class"
+    w = word.lower()
+    return len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "is", "us"))
 
 
 def counts_another_thing(answer: str, question: str, passages: Iterable[str]) -> bool:

@@ -11,6 +11,15 @@ by a £120,000 rural development grant #chk_…" while the passage above it says
 £60,000 is paid to members as a dividend". When a question asks for an amount and every
 sentence of a long answer that states a figure shares no word with the question, the
 passages' sentence that states a figure and shares the most question words is quoted.
+
+:func:`covering_sentence` answers for a model that said "not found" over a passage holding
+the question's own words: "In how many human lymphomas did BMAL1 expression correlate
+inversely with MYC levels?" got "Your documents do not contain enough information" over
+"We show furthermore that BMAL1 expression levels correlate inversely with MYC levels in
+102 human lymphomas." A sentence holding every content word of the question (by their
+first :data:`COVER_PREFIX` letters: "expression", "expressed"), adding one of its own, and
+the figure or the name the question asks for, is quoted. One question word it lacks ("in
+how many mouse lymphomas") and it is not.
 """
 
 from __future__ import annotations
@@ -20,9 +29,12 @@ from collections import Counter
 from collections.abc import Mapping
 
 from agent.ingest.sentences import split_sentences
-from agent.retrieval.asked_amounts import asks_for_an_amount
+from agent.retrieval.anchors import anchor_vocabulary, anchors
+from agent.retrieval.asked_amounts import asks_for_a_figure, asks_for_an_amount
+from agent.retrieval.asked_names import ASKS_FOR_SOMEONE, asks_for_a_name
 from agent.retrieval.citations import CITATION_RE, cited_ids
 from agent.retrieval.focus import GAP
+from agent.retrieval.held_figures import figure_values
 from agent.text import content_terms
 
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
@@ -30,6 +42,11 @@ OFF_TOPIC_WORDS = 8
 """Content words an answer must have before its figures' sentences sharing no question word
 mark it as about another amount ("EUR 160 #chk_…" shares none and answers)."""
 _GAP = re.compile(rf"\s*{re.escape(GAP)}\s*")  # where a focused passage left sentences out
+COVER_PREFIX = 5
+"""Letters a sentence's word must share with a question word to hold it."""
+COVER_MIN_WORDS = 3
+"""Content words a question needs before a sentence holding them all answers it."""
+_ASKING_WORDS = frozenset({"many", "much"})  # "how many": the question's form, no content
 
 
 def is_bare_citation(answer: str) -> bool:
@@ -91,3 +108,30 @@ def amount_sentence(
         if score and set(_DIGITS.findall(sentence)) - asked and (best is None or score > best[0]):
             best = (score, sentence, cid)
     return (best[1], best[2]) if best else None
+
+
+def _keys(text: str) -> set[str]:
+    return {t[:COVER_PREFIX] for t in content_terms(text) if t not in _ASKING_WORDS}
+
+
+def covering_sentence(question: str, passages: Mapping[str, str]) -> tuple[str, str] | None:
+    """The first passage sentence, and its citation id, that holds every content word of
+    ``question`` and what it asks for (see the module docs); ``None`` when none does.
+
+    ``passages`` maps a ``#chk_…`` id to the text the model read under it, best first."""
+    wanted = _keys(question)
+    if len(wanted) < COVER_MIN_WORDS:
+        return None
+    figure = asks_for_a_figure(question)
+    name = asks_for_a_name(question) or bool(ASKS_FOR_SOMEONE.search(question))
+    for cid, text in passages.items():
+        for sentence in _sentences(text):
+            held = _keys(sentence)
+            if not wanted <= held or held <= wanted:
+                continue
+            if figure and not figure_values(sentence) - figure_values(question):
+                continue
+            if name and not anchors(sentence) - anchor_vocabulary(question):
+                continue
+            return sentence, cid
+    return None

@@ -73,8 +73,9 @@ def test_a_hybrid_answer_pricing_nothing_is_not_found():
 
 
 _PLASMA = (
-    "Plasma analysis of fourteen CF patients revealed high levels of LPS compared to healthy "
-    "volunteers and patients who suffer from Chronic Obstructive Pulmonary Disease."
+    "Plasma analysis of fourteen cystic fibrosis (CF) patients revealed high levels of LPS "
+    "compared to healthy volunteers and patients who suffer from Chronic Obstructive "
+    "Pulmonary Disease."
 )
 
 
@@ -91,6 +92,11 @@ _PLASMA = (
         # the thing counted, named in the answer; a figure with no noun; the passage's word
         # for a thing it never names as asked; a head count
         ("How many CF patients were analysed?", "Fourteen CF patients were analysed.", False),
+        (
+            "How many cystic fibrosis patients had their plasma analysed?",
+            "Fourteen CF patients had their plasma analysed.",
+            False,
+        ),
         ("How many healthy volunteers were included?", "14 healthy volunteers.", False),
         ("How many healthy volunteers were included?", "It included fourteen.", False),
         ("How many children did the patients have?", "They had three daughters.", False),

@@ -6,7 +6,7 @@ import pytest
 
 from agent import prompts
 from agent.chat.answering import finish_grounded
-from agent.retrieval.quotes import is_bare_citation, pointed_sentence
+from agent.retrieval.quotes import covering_sentence, is_bare_citation, pointed_sentence
 
 _WATCH = (
     "Burning with curiosity, she ran across the field after it. … When the Rabbit actually "
@@ -77,3 +77,43 @@ def test_a_hybrid_bare_id_answer_shows_the_sentence_it_points_at():
         question=_QUESTION,
     )
     assert elsewhere.text == prompts.NOT_ANSWERED and elsewhere.citations == []
+
+
+_CLOCK = (
+    "Inhibition of the circadian clock depends on repressive complexes of MYC with MIZ1. We "
+    "show furthermore that BMAL1 expression levels correlate inversely with MYC levels in 102 "
+    "human lymphomas. Our data suggest that MYC acts as a master coordinator."
+)
+_COUNTED = "We show furthermore that BMAL1 expression levels correlate inversely with MYC levels in 102 human lymphomas."  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        (
+            "In how many human lymphomas did BMAL1 expression correlate inversely with MYC?",
+            _COUNTED,
+        ),
+        # a question word no sentence holds; a figure asked and none given; too few words
+        ("In how many mouse lymphomas did BMAL1 expression correlate with MYC?", None),
+        ("When did MYC form repressive complexes with MIZ1?", None),
+        ("What is MYC?", None),
+        # a name asked for that the sentence does not give
+        ("Who showed that BMAL1 expression correlates inversely with MYC?", None),
+    ],
+)
+def test_a_sentence_holding_every_word_of_the_question(question, quoted):
+    found = covering_sentence(question, {"#chk_24df342e": _CLOCK})
+    assert (found[0] if found else None) == quoted
+
+
+def test_a_not_found_reply_over_a_covering_sentence_quotes_it():
+    retrieved = [{"id": "#chk_24df342e", "chunk_id": "c1", "text": _CLOCK, "source": "Clock"}]
+    common = dict(route="hybrid", model_used="m", tokens_used=1)
+    refusal = "Your documents do not contain enough information to answer this question."
+    question = "In how many human lymphomas did BMAL1 expression correlate inversely with MYC?"
+    got = finish_grounded(refusal, retrieved, question=question, **common)
+    assert got.text == f"Your documents say: “{_COUNTED}” #chk_24df342e"
+    assert [c["id"] for c in got.citations] == ["#chk_24df342e"]
+    other = "In how many mouse lymphomas did BMAL1 expression correlate inversely with MYC?"
+    assert finish_grounded(refusal, retrieved, question=other, **common).text != got.text
