@@ -125,7 +125,8 @@ async def test_nothing_further_keeps_the_first_reply(services, second_look, monk
     user = await resolve_user(services, f"wider-{uuid.uuid4().hex[:6]}")
     await ingest_bytes(services, user.id, NOTE, "note.txt", title="Note")
     monkeypatch.setattr(SecondLook, "_generate", _restates)
-    question = "Where does the keeper's cat sleep every night of the winter?"
+    # the note tells of winter nights only, so no sentence of it answers the summer's
+    question = "Where does the keeper's cat sleep in the summer?"
     state = await graph.ainvoke({"messages": [HumanMessage(question)]}, context=_context(user))
     assert state["answer"] == prompts.NOT_ANSWERED
     assert state["route_reason"].endswith("nor did any other")  # its one passage was read
@@ -141,7 +142,7 @@ async def test_off_by_setting(keeper, second_look, services, monkeypatch):
 
 def _restates(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
     self.prompts.append(messages)
-    reply = "The keeper's cat sleeps every night of the winter."
+    reply = "The keeper's cat sleeps in the summer."
     return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
 
