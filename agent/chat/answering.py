@@ -39,6 +39,7 @@ from agent.retrieval.pointers import (
     without_pointer_sentences,
     without_prompt_openers,
 )
+from agent.retrieval.possessor_names import names_the_possessor
 from agent.retrieval.quotes import amount_sentence, covering_sentence, pointed_sentence
 from agent.retrieval.repeats import without_repeated_sentences
 from agent.retrieval.unheld_question_names import ties_to_an_unheld_name
@@ -225,11 +226,12 @@ def finish_grounded(
 
 def _answers_nothing(text: str, question: str) -> bool:
     """Whether ``text`` only restates ``question``, or leaves the name or amount it plainly
-    asks for unsaid."""
+    asks for unsaid (or names only the question's owner of what is asked)."""
     return (
         says_nothing_new(text, question)
         or names_nothing_asked(text, question)
         or gives_no_amount_asked(text, question)
+        or names_the_possessor(text, question)
     )
 
 

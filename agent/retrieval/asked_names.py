@@ -41,8 +41,8 @@ _ASKS_NAME = re.compile(
     r"^\W*what\s+(?:is|was|are|were)\b[^?]*\b(?:called|named)\s*\??\s*$",
     re.IGNORECASE,
 )
-_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|where)\b", re.IGNORECASE)
-# a person asked for (_ASKS_WHO also takes "which" and "where": a club, a place)
+ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|where)\b", re.IGNORECASE)
+# a person asked for (ASKS_WHO also takes "which" and "where": a club, a place)
 ASKS_FOR_SOMEONE = re.compile(r"^\W*(?:who|whom|whose)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _NUMBER = re.compile(r"\d+")
@@ -89,7 +89,7 @@ def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether ``answer`` to a question for a name or a person (see the module docs) names
     only what none of ``passages`` (each with its label) holds: at least one name the
     question lacks, and every such name in no passage."""
-    if not (asks_for_a_name(question) or _ASKS_WHO.search(question)):
+    if not (asks_for_a_name(question) or ASKS_WHO.search(question)):
         return False
     texts = list(passages)
     plain = CITATION_RE.sub(" ", answer)
