@@ -14,7 +14,10 @@ population/ratio …" too, and a named value or rate ("What was the cutoff value
 survival rate"). "How long" and "How big" may be answered in words ("for a long time",
 "as large as a house"), so they count only as "How long does … take/last", which asks for
 a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
-none. An answer
+none. "In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
+unit that is counted; a chapter is named by its title) ask for one of those units: an answer that names no
+such unit and is more than a bare figure ("Roberts scored on 16 September 1986") gives none.
+An answer
 gives an amount when it holds a number the question lacks, a number word (three, hundred,
 dozen, half, twice…), a quantifier that answers "how many" (none, no, both, several, few,
 many, all), or a currency sign: the check only ever takes an answer that certainly gives
@@ -54,6 +57,11 @@ _TIME_WORDS = re.compile(
     r"forever|moments?|instant|while)\b",
     re.IGNORECASE,
 )
+# a counted unit asked for: its answer names the unit ("in the 67th minute", "page 4")
+_COUNTED_UNITS = r"minute|lap|inning|page|floor|hole"
+_ASKS_COUNTED_UNIT = re.compile(
+    rf"^\W*(?:(?:in|on|at|during)\s+)?(?:what|which)\s+({_COUNTED_UNITS})s?\b", re.IGNORECASE
+)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER_WORDS = frozenset(
     re.findall(
@@ -92,11 +100,27 @@ def asks_for_a_figure(question: str) -> bool:
 
 def asks_for_an_amount(question: str) -> bool:
     """Whether ``question`` plainly asks for a figure (see the module docs)."""
-    return bool(_ASKS_AMOUNT.search(question) or _ASKS_DURATION.search(question))
+    return bool(
+        _ASKS_AMOUNT.search(question)
+        or _ASKS_DURATION.search(question)
+        or _ASKS_COUNTED_UNIT.search(question)
+    )
 
 
 def _amount_words(text: str) -> set[str]:
     return {w for w in (m.lower() for m in _WORD.findall(text)) if w in _NUMBER_WORDS}
+
+
+def _names_the_unit(answer: str, unit: str) -> bool:
+    """Whether ``answer`` names ``unit`` (or its common short form), or is a bare figure
+    ("67th.", "Page 4"): a few words holding a number or a number word."""
+    short = {"minute": r"min|mins", "page": r"p|pp"}.get(unit.lower())
+    if re.search(rf"\b(?:{unit}s?{'|' + short if short else ''})\b", answer, re.IGNORECASE):
+        return True
+    if re.search(r"\d+\s*['’]", answer):  # "67'": a match report's minute
+        return True
+    words = _WORD.findall(answer)
+    return len(words) <= 3 and bool(_NUMBER.search(answer) or _amount_words(answer))
 
 
 def gives_no_amount_asked(answer: str, question: str) -> bool:
@@ -110,6 +134,8 @@ def gives_no_amount_asked(answer: str, question: str) -> bool:
         return False  # a caseless script: its number words are not ours to read
     if _ASKS_DURATION.search(question) and not _ASKS_AMOUNT.search(question):
         return not _TIME_WORDS.search(plain)
+    if unit := _ASKS_COUNTED_UNIT.search(question):
+        return not _names_the_unit(plain, unit[1])
     if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
     return not _amount_words(plain) - _amount_words(question)

@@ -163,3 +163,31 @@ def test_an_uncited_hybrid_answer_of_invented_figures_is_not_found():
         sums, _TREASURER, route="deep_reasoning", model_used="m", tokens_used=1, question=question
     )
     assert deep.text != prompts.NOT_ANSWERED
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "gives_none"),
+    [
+        (
+            "In which minute did Roberts score against Manchester United in 1986?",
+            "Roberts scored his first goal on 16 September 1986 at Vicarage Road #chk_fc02eec6.",
+            True,
+        ),
+        (
+            "In which minute did Roberts score against Manchester United in 1986?",
+            "Roberts scored in the 67th minute #chk_fc02eec6.",
+            False,
+        ),
+        ("In what minute was the goal?", "The goal came in the 67' #chk_fc02eec6.", False),
+        ("In what minute was the goal?", "67th #chk_fc02eec6.", False),
+        ("On which page is the recipe for scones?", "The recipe is on page 12 #chk_1.", False),
+        ("On which page is the recipe for scones?", "The recipe is in the book #chk_1.", True),
+        ("Which floor is the library on?", "The library is on the ground floor #chk_1.", False),
+        ("Which lap did the crash happen on?", "The crash happened at the hairpin #chk_1.", True),
+        # a chapter is named by its title, and "which minutes" of a meeting are no unit
+        ("Which chapter tells of the Caterpillar?", "Advice from a Caterpillar #chk_1.", False),
+        ("Which meeting's minutes record the vote?", "The March meeting's #chk_1.", False),
+    ],
+)
+def test_a_counted_unit_asked_for_is_named(question, answer, gives_none):
+    assert gives_no_amount_asked(answer, question) is gives_none
