@@ -56,9 +56,10 @@ def names_the_possessor(answer: str, question: str) -> bool:
     if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False
     for owner in _OWNER.finditer(question):
-        ((owned, owner_titles),) = _names(owner["name"]) or [(set(), set())]
-        if not owned:
+        named = _names(owner["name"])
+        if len(named) != 1:
             continue
+        owned, owner_titles = named[0]
         last = _WORD.findall(owner["name"])[-1]
         rest = re.sub(rf"\b(?:{re.escape(owner['name'])}|{re.escape(last)})['’]s\b", " ", plain)
         runs = _names(rest)
