@@ -19,7 +19,8 @@ inversely with MYC levels?" got "Your documents do not contain enough informatio
 102 human lymphomas." A sentence holding every content word of the question (by their
 first :data:`COVER_PREFIX` letters: "expression", "expressed"), adding one of its own, and
 the figure or the name the question asks for, is quoted. One question word it lacks ("in
-how many mouse lymphomas") and it is not.
+how many mouse lymphomas") and it is not; the words of an allowance asked for ("How many
+keeping-in-touch days are allowed?") need not be there ("…days, up to 10 in total, …").
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ COVER_PREFIX = 5
 """Letters a sentence's word must share with a question word to hold it."""
 COVER_MIN_WORDS = 3
 """Content words a question needs before a sentence holding them all answers it."""
-_ASKING_WORDS = frozenset({"many", "much"})  # "how many": the question's form, no content
+# "how many": the question's form, no content; "How many days are allowed?": an allowance
+# asked for, which a sentence gives as "up to 10 days" without the word
+_ASKING_WORDS = frozenset({"many", "much", "allowed", "permitted"})
 
 
 def is_bare_citation(answer: str) -> bool:

@@ -117,3 +117,26 @@ def test_a_not_found_reply_over_a_covering_sentence_quotes_it():
     assert [c["id"] for c in got.citations] == ["#chk_24df342e"]
     other = "In how many mouse lymphomas did BMAL1 expression correlate inversely with MYC?"
     assert finish_grounded(refusal, retrieved, question=other, **common).text != got.text
+
+
+_LEAVE = (
+    "Employees may return on a phased schedule of up to 4 weeks. Keeping-in-touch days, up "
+    "to 10 in total, are paid at the normal daily rate."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        (
+            "How many keeping-in-touch days are allowed?",
+            "Keeping-in-touch days, up to 10 in total, are paid at the normal daily rate.",
+        ),
+        ("How many keeping-in-touch days are permitted?", _LEAVE.split(". ")[1]),
+        # another word of the question the sentence lacks still keeps it out
+        ("How many unpaid keeping-in-touch days are allowed?", None),
+    ],
+)
+def test_an_allowance_asked_for_needs_no_word_of_allowing(question, quoted):
+    found = covering_sentence(question, {"#chk_23d8f3b5": _LEAVE})
+    assert (found[0] if found else None) == quoted
