@@ -15,13 +15,12 @@ survival rate"). "How long" and "How big" may be answered in words ("for a long 
 "as large as a house"), so they count only as "How long does … take/last", which asks for
 a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
 none. "In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
-unit that is counted; a chapter is named by its title) ask for one of those units: an answer that names no
-such unit and is more than a bare figure ("Roberts scored on 16 September 1986") gives none.
-An answer
-gives an amount when it holds a number the question lacks, a number word (three, hundred,
-dozen, half, twice…), a quantifier that answers "how many" (none, no, both, several, few,
-many, all), or a currency sign: the check only ever takes an answer that certainly gives
-none.
+unit that is counted; a chapter is named by its title) ask for one of those units: an
+answer that names no such unit and is more than a bare figure ("Roberts scored on 16
+September 1986") gives none. An answer gives an amount when it holds a number the
+question lacks, a number word (three, hundred, dozen, half, twice…), a quantifier that
+answers "how many" (none, no, both, several, few, many, all), or a currency sign: the check
+only ever takes an answer that certainly gives none.
 """
 
 from __future__ import annotations

@@ -65,6 +65,14 @@ def _key(word: str) -> str:
     return re.sub(r"['’]s?$", "", word.lower())
 
 
+def quotes_or_adds_a_number(answer: str, question: str) -> bool:
+    """Whether ``answer`` (its citations left out) holds a quotation or a number
+    ``question`` lacks: either gives something, whatever its names."""
+    return bool(
+        _QUOTED.search(answer) or set(_NUMBER.findall(answer)) - set(_NUMBER.findall(question))
+    )
+
+
 def names_nothing_asked(answer: str, question: str) -> bool:
     """Whether ``answer`` leaves a question asking for a name (:func:`asks_for_a_name`), or
     one asking who citing nothing (:data:`ASKS_FOR_SOMEONE`), without one: no capitalised word
@@ -74,7 +82,7 @@ def names_nothing_asked(answer: str, question: str) -> bool:
     uncited = plain == answer
     if not (asks_for_a_name(question) or (uncited and ASKS_FOR_SOMEONE.search(question))):
         return False
-    if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
+    if quotes_or_adds_a_number(plain, question):
         return False
     if has_caseless_letters(plain):
         return False  # Chinese, Japanese, Arabic…: no capitals to go by

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from agent.retrieval.asked_names import ASKS_WHO, asks_for_a_name
+from agent.retrieval.asked_names import ASKS_WHO, asks_for_a_name, quotes_or_adds_a_number
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.name_words import SENTENCE_WORDS, TITLES
 
@@ -30,8 +30,6 @@ _OWNER = re.compile(r"\b(?P<the>the\s+)?(?P<name>(?:[A-Z][\w-]*\.?\s+)*[A-Z][\w-
 _RUN = re.compile(r"[A-Z][\w-]*(?:\.?\s+(?:(?:of|de|the)\s+)?[A-Z][\w-]*)*")
 _WORD = re.compile(r"[^\W\d_][\w-]*")
 _JOINERS = frozenset({"of", "de", "the"})
-_QUOTED = re.compile(r"[\"“][^\"”]{2,}[\"”]")
-_NUMBER = re.compile(r"\d+")
 
 
 def _names(text: str) -> list[tuple[set[str], set[str]]]:
@@ -53,7 +51,7 @@ def names_the_possessor(answer: str, question: str) -> bool:
     if not (ASKS_WHO.search(question) or asks_for_a_name(question)):
         return False
     plain = CITATION_RE.sub(" ", answer)
-    if _QUOTED.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
+    if quotes_or_adds_a_number(plain, question):
         return False
     for owner in _OWNER.finditer(question):
         named = _names(owner["name"])
