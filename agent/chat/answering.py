@@ -42,6 +42,7 @@ from agent.retrieval.pointers import (
 from agent.retrieval.possessor_names import names_the_possessor
 from agent.retrieval.quotes import amount_sentence, covering_sentence, pointed_sentence
 from agent.retrieval.repeats import without_repeated_sentences
+from agent.retrieval.speakers import another_speakers_words
 from agent.retrieval.unheld_question_names import ties_to_an_unheld_name
 
 
@@ -172,7 +173,8 @@ def finish_grounded(
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
     for, the passages' sentence stating the amount asked for (:func:`amount_sentence`). An
     answer about another kind of what is asked ("bread flour" for "rye flour") says so
-    (:func:`another_kind`), and a "not answered" reply over a passage sentence holding every
+    (:func:`another_kind`), one quoting another speaker's words than those asked for, the
+    line of the speaker asked about (:func:`another_speakers_words`), and a "not answered" reply over a passage sentence holding every
     word of the question quotes that sentence (:func:`covering_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
@@ -203,6 +205,11 @@ def finish_grounded(
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and (kind := _another_kind(text, question, retrieved)):
             text = kind
+        elif question and (line := another_speakers_words(text, question, _read_by_id(citable))):
+            speaker, words, citation = line
+            text = prompts.SPEAKERS_LINE.format(
+                speaker=speaker[:1].upper() + speaker[1:], line=words, citation=citation
+            )
         elif question and _answers_nothing(text, question):
             text = _quoted_or_not_answered(text, citable, question)
         elif question and (other := amount_sentence(text, _read_by_id(citable), question)):
