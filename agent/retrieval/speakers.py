@@ -119,10 +119,15 @@ def _tag_speaker(name: str | None) -> str | None:
 
 
 def _only_the_tag(between: str) -> bool:
-    """Whether the narration ``between`` two lines is one sentence at most, the first
-    line's tag: "said the Queen, who had been examining the roses." and nothing after."""
+    """Whether the narration ``between`` two lines is the first line's tag and nothing
+    more: "said the Queen, who had been examining the roses." ("The Hatter opened his eyes
+    very wide…; but all he said was," after a line is another sentence)."""
     end = _SENTENCE_END.search(between)
-    return len(between) <= _BETWEEN_MOST and (end is None or not between[end.end() :].strip())
+    return (
+        len(between) <= _BETWEEN_MOST
+        and _TAG_AFTER.match(between) is not None
+        and (end is None or not between[end.end() :].strip())
+    )
 
 
 def attributed_lines(text: str) -> list[Line]:

@@ -65,6 +65,22 @@ def test_a_line_after_the_tag_sentence_is_the_same_speakers_unless_it_answers_a_
     assert [line.speaker for line in attributed_lines(reply)] == ["his wife", None]
 
 
+def test_narration_of_its_own_ends_what_a_tag_reaches():
+    text = (
+        "“You should learn not to make personal remarks,” Alice said with some severity; "
+        "“it’s very rude.” The Hatter opened his eyes very wide on hearing this; but all he "
+        "_said_ was, “Why is a raven like a writing-desk?”"
+    )
+    assert attributed_lines(text) == [
+        Line("You should learn not to make personal remarks, it’s very rude.", "Alice"),
+        Line("Why is a raven like a writing-desk?", None),
+    ]
+    question = "What is the Hatter's riddle about a raven?"
+    answer = 'The riddle is "Why is a raven like a writing-desk?" #chk_1.'
+    passages = {"#chk_1": text, "#chk_2": "“It’s _him_,” said the Hatter."}
+    assert another_speakers_words(answer, question, passages) is None
+
+
 def test_a_gap_or_a_pronoun_names_nobody():
     text = "“Hush!” said the Rabbit. … “Very fine,” she said. “It’s late,” replied Mr. Collins."
     assert [line.speaker for line in attributed_lines(text)] == ["the Rabbit", None, "Mr. Collins"]
