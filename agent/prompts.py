@@ -334,8 +334,7 @@ NOT_ANSWERED = (
 ANOTHER_KIND = "I couldn't find {asked} in your documents, only {said}"  # "bread flour" for rye
 # an answer that was only a citation id: the sentence of the passage it named
 QUOTED_ANSWER = "Your documents say: “{sentence}” {citation}"
-SPEAKERS_LINE = "{speaker} says: “{line}” {citation}"
-
+SPEAKERS_LINE = "{speaker} says: “{line}” {citation}"  # another speaker's words were quoted
 NOT_COVERED_NO_WEB = (
     NOT_COVERED[:-1] + ", and it needs outside or current information. " + WEB_NOT_CONFIGURED
 )
