@@ -174,8 +174,9 @@ def finish_grounded(
     for, the passages' sentence stating the amount asked for (:func:`amount_sentence`). An
     answer about another kind of what is asked ("bread flour" for "rye flour") says so
     (:func:`another_kind`), one quoting another speaker's words than those asked for, the
-    line of the speaker asked about (:func:`another_speakers_words`), and a "not answered" reply over a passage sentence holding every
-    word of the question quotes that sentence (:func:`covering_sentence`).
+    line of the speaker asked about (:func:`another_speakers_words`), and a "not answered"
+    reply over a passage sentence holding every word of the question quotes that sentence
+    (:func:`covering_sentence`).
     """
     citable = [CitableChunk(c["id"], c.get("context_text") or c["text"]) for c in retrieved]
     # every id the model wrote outside the context counts, even in a sentence dropped below

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from agent.retrieval.citations import CITATION_RE
 from agent.retrieval.focus import GAP
-from agent.text import content_terms
+from agent.retrieval.quotes import COVER_PREFIX
+from agent.text import content_terms, folded_words
 
 _VERBS = (
     r"said|says|say|cried|cries|shouted|shouts|shouting|asked|asks|replied|replies|answered|"
@@ -136,12 +137,12 @@ def attributed_lines(text: str) -> list[Line]:
     lines: list[Line] = []
     for piece in text.split(GAP):
         quotes = list(_QUOTE.finditer(piece))
-        previous: tuple[str, str | None, bool, int] | None = None  # words, speaker, tagged, end
+        previous: tuple[str, str | None, int] | None = None  # words, speaker, end
         for n, match in enumerate(quotes):
             words = (match.group(1) or match.group(2)).strip()
             after_end = quotes[n + 1].start() if n + 1 < len(quotes) else len(piece)
             after = piece[match.end() : after_end]
-            before = piece[previous[3] if previous else 0 : match.start()]
+            before = piece[previous[2] if previous else 0 : match.start()]
             tag = _TAG_AFTER.match(after)
             speaker = _tag_speaker(tag and (tag.group("w1") or tag.group("w2")))
             tagged = bool(tag)
@@ -167,31 +168,32 @@ def attributed_lines(text: str) -> list[Line]:
             ):  # “Begin at the beginning,” the King said gravely, “and go on…”: one line
                 words = f"{lines.pop().text} {words}"
             lines.append(Line(words, speaker))
-            previous = (words, speaker, tagged or speaker is not None, match.end())
+            previous = (words, speaker, match.end())
     return lines
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
+def _keys(words: set[str] | frozenset[str]) -> set[str]:
+    """Words by their first :data:`~agent.retrieval.quotes.COVER_PREFIX` letters, as the
+    covering-sentence quote matches them ("shouting", "shouted")."""
+    return {w[:COVER_PREFIX] for w in words}
 
 
 def _same_speaker(speaker: str | None, asked: frozenset[str]) -> bool:
     return speaker is not None and bool(_speaker_words(speaker) & asked)
 
 
-def _owner(words: str, passages: Mapping[str, str]) -> str | None:
-    """Who says ``words`` in the passages: a line's speaker (``""`` for a line without
-    one), ``"narration"`` for words outside every line, ``None`` when no passage holds them."""
-    wanted = _norm(words)
+def _owner(words: str, passages: Mapping[str, str], lines: Mapping[str, list[Line]]) -> str | None:
+    """Who says ``words`` in the passages (``lines``: each one's :func:`attributed_lines`):
+    a line's speaker (``""`` for a line without one), ``"narration"`` for words outside
+    every line, ``None`` when no passage holds them."""
+    wanted = folded_words(words)
     if len(wanted.split()) < 2:
         return None
-    for text in passages.values():
-        for line in attributed_lines(text):
-            if wanted in _norm(line.text) or (
-                len(_norm(line.text).split()) >= 3 and _norm(line.text) in wanted
-            ):
-                return line.speaker or ""
-    return "narration" if any(wanted in _norm(t) for t in passages.values()) else None
+    for line in (line for held in lines.values() for line in held):
+        said = folded_words(line.text)
+        if wanted in said or (len(said.split()) >= 3 and said in wanted):
+            return line.speaker or ""
+    return "narration" if any(wanted in folded_words(t) for t in passages.values()) else None
 
 
 def another_speakers_words(
@@ -207,27 +209,28 @@ def another_speakers_words(
     if speaker is None:
         return None
     asked = _speaker_words(speaker)
+    lines = {cid: attributed_lines(text) for cid, text in passages.items()}
     own = [
         (line, cid)
-        for cid, text in passages.items()
-        for line in attributed_lines(text)
+        for cid, held in lines.items()
+        for line in held
         if _same_speaker(line.speaker, asked)
     ]
     if not own:
         return None
     plain = CITATION_RE.sub(" ", answer)
     quoted = [m.group(1) or m.group(2) for m in _QUOTE.finditer(plain)]
-    owners = [_owner(q, passages) for q in quoted]
+    owners = [_owner(q, passages, lines) for q in quoted]
     known = [o for o in owners if o]  # the line's speaker, or the narration
     if not known or any(o != "narration" and _same_speaker(o, asked) for o in known):
         return None
     if any(o == "" for o in owners):  # a line no tag gives anyone may be the speaker's
         return None
-    wanted = {t[:5] for t in content_terms(question)} - {w[:5] for w in asked}
+    wanted = _keys(content_terms(question)) - _keys(asked)
 
     def fit(pair: tuple[Line, str]) -> tuple[int, int]:
         line = pair[0]
-        return len(wanted & {t[:5] for t in content_terms(line.text)}), len(line.text.split())
+        return len(wanted & _keys(content_terms(line.text))), len(line.text.split())
 
     line, cid = max(own, key=fit)
     if all(o == "narration" for o in known) and not fit((line, cid))[0]:
