@@ -13,6 +13,7 @@ from api.cli.ask import ask, chat
 from api.cli.bench import bench_app
 from api.cli.docs import docs_app, summarize
 from api.cli.eval import eval_app
+from api.cli.eval_contexts import eval_contexts
 from api.cli.eval_routing import eval_routing
 from api.cli.ingest import ingest
 from api.cli.serve import init, serve
@@ -35,5 +36,6 @@ app.command()(ask)
 app.command()(chat)
 app.add_typer(bench_app, name="bench")
 eval_app.command("routing")(eval_routing)
+eval_app.command("contexts")(eval_contexts)
 app.add_typer(eval_app, name="eval")
 app.command()(serve)

@@ -14,6 +14,15 @@ from api.cli.common import JsonOption, fail, log_dim, out, progress_bar, run_or_
 
 eval_app = typer.Typer(help="Retrieval quality on public test sets.", no_args_is_help=True)
 
+AnswerSetOption = Annotated[
+    Path, typer.Option(help="JSONL: question, answers, document, expected_route, unanswerable.")
+]
+"""``--dataset`` of the answer sets (``quire eval answers``, ``quire eval contexts``)."""
+EvalDatabaseOption = Annotated[
+    str, typer.Option(help="Database holding the eval documents (never your documents).")
+]
+EvalUserOption = Annotated[str, typer.Option("--user", "-u", help="User owning the documents.")]
+
 EVAL_MODE_SETS = {
     "all": ["bm25", "dense", "hybrid", "hybrid-mmr"],
     "bm25": ["bm25"],
@@ -279,20 +288,13 @@ def _tools_line(report: Any) -> str:
 
 @eval_app.command("answers")
 def eval_answers(
-    dataset: Annotated[
-        Path,
-        typer.Option(help="JSONL: question, answers, document, expected_route, unanswerable."),
-    ],
+    dataset: AnswerSetOption,
     model: Annotated[
         str, typer.Option(help="Chat model spec: extractive, local, openai:gpt-4o-mini...")
     ] = "extractive",
     limit: Annotated[int | None, typer.Option(help="Ask only the first N questions.")] = None,
-    database: Annotated[
-        str, typer.Option(help="Database holding the eval documents (never your documents).")
-    ] = "quire_eval_answers",
-    user: Annotated[str, typer.Option("--user", "-u", help="User owning the documents.")] = (
-        "answers-eval"
-    ),
+    database: EvalDatabaseOption = "quire_eval_answers",
+    user: EvalUserOption = "answers-eval",
     name: Annotated[
         str, typer.Option(help="Results file stem under $QUIRE_HOME/eval.")
     ] = "answers",
