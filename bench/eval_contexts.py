@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -188,7 +187,3 @@ async def run_contexts_eval(
             services, items, dataset=str(dataset), model=model, user=user, depth=depth, log=log
         )
 
-
-def rank_counts(report: ContextsReport) -> Counter:
-    """How many questions' first answer-holding candidate sits at each rank (``None``: none)."""
-    return Counter(c.rank for c in report.checks)
