@@ -186,4 +186,3 @@ async def run_contexts_eval(
         return await check_contexts(
             services, items, dataset=str(dataset), model=model, user=user, depth=depth, log=log
         )
-
