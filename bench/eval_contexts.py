@@ -97,7 +97,7 @@ async def check_context(
 ) -> ContextCheck:
     """The context a fresh question of ``item`` gets under ``scope`` for ``model``, and the
     rank of its first candidate holding an answer (see the module docs)."""
-    from agent.chat.retrieval_step import _search_options, retrieve_context
+    from agent.chat.retrieval_step import retrieve_context, search_options
     from agent.models import achat_model
     from agent.retrieval.search import search
 
@@ -113,7 +113,7 @@ async def check_context(
     }
     turn = await retrieve_context(services, state, model=stand_in, spec=model, scope=scope)
     context = turn["context"] if turn["relevant"] else ""
-    options = replace(_search_options(settings, model, "specific", None), k=depth)
+    options = replace(search_options(settings, model, "specific", None), k=depth)
     found = await search(services, scope, turn["search_query"], options)
     rank = next(
         (

@@ -53,7 +53,7 @@ def search_mode(state: Mapping[str, Any]) -> str:
     return "general" if state.get("search_mode") == "general" else "specific"
 
 
-def _search_options(
+def search_options(
     settings: Settings, spec: str, mode: str, top_k: int | None, *, continuing: bool = False
 ) -> SearchOptions:
     """Path C searches deeper, broad questions wider (more passages, a lower threshold,
@@ -155,7 +155,7 @@ async def retrieve_context(
             scope,
             query,
             replace(
-                _search_options(settings, spec, mode, top_k, continuing=continuing),
+                search_options(settings, spec, mode, top_k, continuing=continuing),
                 skip_passages=skip_passages,
             ),
             max_chars=settings.context_budget(spec, mode),

@@ -152,7 +152,7 @@ def apply_layers(
     ~200 more on a follow-up (new passages, not the cached ones: 1.1 -> 3.7 s to the first
     token on 2 cores). So every model fills, but the local model keeps to the threshold
     on Path C and on a follow-up that continues its chat's exchange
-    (``agent.chat.retrieval_step._search_options``); on Path C it fills only up to
+    (``agent.chat.retrieval_step.search_options``); on Path C it fills only up to
     ``options.fill_to`` chunks, when fewer clear the threshold."""
     first: Layer = {"hybrid": "hybrid", "dense": "vector", "bm25": "keyword"}[options.mode]
     if options.threshold is None:

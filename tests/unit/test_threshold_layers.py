@@ -1,12 +1,12 @@
 """With an admitted floor the threshold admits the question and the fused ranking fills the
 results down to the floor; without one it filters every chunk
-(``agent.retrieval.ranking.apply_layers``, ``agent.chat.retrieval_step._search_options``)."""
+(``agent.retrieval.ranking.apply_layers``, ``agent.chat.retrieval_step.search_options``)."""
 
 from __future__ import annotations
 
 import uuid
 
-from agent.chat.retrieval_step import _search_options
+from agent.chat.retrieval_step import search_options
 from agent.config import Settings
 from agent.db.chunks import ScoredChunkId
 from agent.retrieval.ranking import apply_layers
@@ -58,19 +58,19 @@ def test_a_question_no_chunk_admits_still_falls_back_as_before():
 
 def test_hosted_models_fill_and_the_local_model_fills_but_on_follow_ups_and_path_c_to_k():
     settings = Settings(threshold_admitted_floor=0.45, threshold_admitted_floor_local=0.55)
-    assert _search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
-    assert _search_options(settings, "local", "specific", None).admitted_floor == 0.55
+    assert search_options(settings, "openai:gpt-4o-mini", "specific", None).admitted_floor == 0.45
+    assert search_options(settings, "local", "specific", None).admitted_floor == 0.55
     # Path C fills only up to its passages (a short article: one alone clears 0.6)
-    deep = _search_options(settings, "local", "deep", None)
+    deep = search_options(settings, "local", "deep", None)
     assert (deep.admitted_floor, deep.fill_to) == (0.55, settings.local_top_k_deep)
-    assert _search_options(settings, "openai:x", "deep", None).fill_to is None
-    assert _search_options(settings, "local", "specific", None).fill_to is None
+    assert search_options(settings, "openai:x", "deep", None).fill_to is None
+    assert search_options(settings, "local", "specific", None).fill_to is None
     # a follow-up whose unshown passages are all read afresh keeps to the threshold
     assert (
-        _search_options(settings, "local", "specific", None, continuing=True).admitted_floor is None
+        search_options(settings, "local", "specific", None, continuing=True).admitted_floor is None
     )
-    hosted = _search_options(settings, "openai:x", "specific", None, continuing=True)
+    hosted = search_options(settings, "openai:x", "specific", None, continuing=True)
     assert hosted.admitted_floor == 0.45
     # a reader who prefers first-token time to grounding turns the local fill off
     filtering = Settings(threshold_admitted_floor_local=None)
-    assert _search_options(filtering, "local", "specific", None).admitted_floor is None
+    assert search_options(filtering, "local", "specific", None).admitted_floor is None
