@@ -94,6 +94,16 @@ EVAL_DATABASE = "quire_eval_answers"
 EVAL_USER = "answers-eval"
 
 
+def set_documents(items: list[Item]) -> list[Path]:
+    """Every document the set's questions name, each once, in the order first named."""
+    return list(dict.fromkeys(p for item in items for p in item.documents))
+
+
+def question_documents(item: Item, ids: dict[Path, uuid.UUID]) -> list[uuid.UUID]:
+    """The documents in scope for ``item``: those it names, else all of the set's."""
+    return [ids[p] for p in item.documents] or list(ids.values())
+
+
 async def ingest_documents(
     services: Services, user: str, paths: list[Path], log: Log = quiet
 ) -> tuple[dict[Path, uuid.UUID], list[dict]]:
@@ -230,14 +240,13 @@ async def evaluate_answers(
     from graphs.context import Context
 
     began = time.perf_counter()
-    paths = list(dict.fromkeys(p for item in items for p in item.documents))
+    paths = set_documents(items)
     results: list[QuestionResult] = []
     async with serving(services):
         ids, documents = await ingest_documents(services, user, paths, log)
         if summaries:
             for info, document_id in zip(documents, ids.values(), strict=True):
                 info["summary"] = await ensure_global_summary(services, document_id, summaries, log)
-        every = [str(i) for i in ids.values()]
         systems = (
             {"rag"}
             | ({NO_TOOLS} if compare_tools else set())
@@ -252,7 +261,7 @@ async def evaluate_answers(
                 log(f"[{n}/{len(items)}] kept from the earlier run: {item.question!r}")
                 continue
             asked = len(results)
-            scope = [str(ids[p]) for p in item.documents] or every
+            scope = [str(i) for i in question_documents(item, ids)]
             context = Context(
                 user=user,
                 chat_model=model,

@@ -25,8 +25,17 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from langchain_core.language_models import BaseChatModel
+
+from agent.db.scope import SearchScope
 from agent.services import Services
-from bench.eval_answers import EVAL_DATABASE, EVAL_USER, ingest_documents
+from bench.eval_answers import (
+    EVAL_DATABASE,
+    EVAL_USER,
+    ingest_documents,
+    question_documents,
+    set_documents,
+)
 from bench.eval_answers_data import Item, load_dataset
 from bench.eval_answers_scoring import contains_match
 from bench.progress import Log, quiet
@@ -63,6 +72,11 @@ class ContextsReport:
         """Questions whose context holds an answer."""
         return sum(c.in_context for c in self.checks)
 
+    @property
+    def not_ranked(self) -> int:
+        """Questions with no candidate holding an answer within the depth searched."""
+        return sum(c.rank is None for c in self.checks)
+
     def within(self, band: int) -> int:
         """Questions with an answer among the first ``band`` candidates."""
         return sum(c.rank is not None and c.rank <= band for c in self.checks)
@@ -81,7 +95,7 @@ class ContextsReport:
             "skipped": self.skipped,
             "in_context": self.in_context,
             "rank_within": {str(b): self.within(b) for b in RANK_BANDS},
-            "not_ranked": sum(c.rank is None for c in self.checks),
+            "not_ranked": self.not_ranked,
             "mean_context_chars": round(self.mean_chars(), 1),
             "questions": [asdict(c) for c in self.checks],
         }
@@ -93,17 +107,21 @@ def checked(item: Item) -> bool:
 
 
 async def check_context(
-    services: Services, item: Item, scope, *, model: str, depth: int
+    services: Services,
+    item: Item,
+    scope: SearchScope,
+    *,
+    model: str,
+    depth: int,
+    stand_in: BaseChatModel,
 ) -> ContextCheck:
     """The context a fresh question of ``item`` gets under ``scope`` for ``model``, and the
-    rank of its first candidate holding an answer (see the module docs)."""
+    rank of its first candidate holding an answer (see the module docs). ``stand_in`` is the
+    chat model the search is handed; ``model`` only names the budgets, and is not called."""
     from agent.chat.retrieval_step import retrieve_context, search_options
-    from agent.models import achat_model
     from agent.retrieval.search import search
 
     settings = services.settings
-    # the spec sets the budgets; no model is asked (the local one does not rewrite questions)
-    stand_in = await achat_model("extractive", settings, 0.0)
     state = {
         "route": "hybrid",
         "question": item.question,
@@ -143,21 +161,24 @@ async def check_contexts(
     log: Log = quiet,
 ) -> ContextsReport:
     """Ingest the set's documents for ``user`` and check each question's context."""
-    from agent.db.scope import SearchScope
     from agent.library.accounts import resolve_user
+    from agent.models import achat_model
 
-    paths = list(dict.fromkeys(p for item in items for p in item.documents))
-    ids, _ = await ingest_documents(services, user, paths, log)
+    ids, _ = await ingest_documents(services, user, set_documents(items), log)
     owner = await resolve_user(services, user)
-    every = tuple(ids.values())
+    # the spec sets the budgets; no model is asked (the local one does not rewrite questions)
+    stand_in = await achat_model("extractive", services.settings, 0.0)
     report = ContextsReport(dataset=dataset, model=model, depth=depth)
     for n, item in enumerate(items, start=1):
         if not checked(item):
             report.skipped += 1
             continue
-        documents = tuple(ids[p] for p in item.documents) or every
-        scope = SearchScope(user_id=owner.id, document_ids=documents or None)
-        check = await check_context(services, item, scope, model=model, depth=depth)
+        scope = SearchScope(
+            user_id=owner.id, document_ids=tuple(question_documents(item, ids)) or None
+        )
+        check = await check_context(
+            services, item, scope, model=model, depth=depth, stand_in=stand_in
+        )
         report.checks.append(check)
         mark = "in context" if check.in_context else "not in context"
         log(f"[{n}/{len(items)}] {mark}, rank {check.rank}: {item.question!r}")

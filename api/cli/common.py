@@ -47,6 +47,11 @@ def log_dim(line: str) -> None:
     err.print(f"[dim]{line}[/dim]")
 
 
+def progress_log(as_json: bool) -> Callable[[str], None]:
+    """The progress logger of a long run: :func:`log_dim`, or nothing under ``--json``."""
+    return (lambda _line: None) if as_json else log_dim
+
+
 def progress_bar(disable: bool = False) -> Progress:
     """The CLI's progress display (on stderr): label, bar, done/total, elapsed time."""
     return Progress(

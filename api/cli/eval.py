@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Column, Table
 
-from api.cli.common import JsonOption, fail, log_dim, out, progress_bar, run_or_exit
+from api.cli.common import JsonOption, fail, out, progress_bar, progress_log, run_or_exit
 
 eval_app = typer.Typer(help="Retrieval quality on public test sets.", no_args_is_help=True)
 
@@ -332,9 +332,7 @@ def eval_answers(
     if not dataset.is_file():
         raise fail(f"{dataset} is not a file", 2)
 
-    def log(line: str) -> None:
-        if not as_json:
-            log_dim(line)
+    log = progress_log(as_json)
 
     report, out_dir = run_or_exit(
         run_answers_eval(

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
-from api.cli.common import JsonOption, fail, log_dim, out, run_or_exit
+from api.cli.common import JsonOption, fail, out, progress_log, run_or_exit
 from api.cli.eval import (
     AnswerSetOption,
     EvalDatabaseOption,
@@ -33,7 +33,7 @@ def _contexts_table(report: Any) -> Table:
         f"{report.in_context}/{n}",
         f"{report.mean_chars():.0f}",
         *(f"{report.within(b)}/{n}" for b in RANK_BANDS),
-        str(sum(c.rank is None for c in report.checks)),
+        str(report.not_ranked),
     )
     return table
 
@@ -65,9 +65,7 @@ def eval_contexts(
         raise fail(f"{dataset} is not a file", 2)
     extra = _settings_overrides(overrides)
 
-    def log(line: str) -> None:
-        if not as_json:
-            log_dim(line)
+    log = progress_log(as_json)
 
     report = run_or_exit(
         run_contexts_eval(

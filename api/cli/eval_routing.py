@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
-from api.cli.common import JsonOption, fail, log_dim, out, run_or_exit
+from api.cli.common import JsonOption, fail, out, progress_log, run_or_exit
 
 
 def _routing_table(report: Any) -> Table:
@@ -55,9 +55,7 @@ def eval_routing(
     if not path.is_file():
         raise fail(f"{path} is not a file", 2)
 
-    def log(line: str) -> None:
-        if not as_json:
-            log_dim(line)
+    log = progress_log(as_json)
 
     report = run_or_exit(
         run_routing_eval(
