@@ -290,6 +290,9 @@ class Settings(BaseSettings):
     # the same for the CPU model: measured on the book set, none of its 5 "not found"
     # answers came right and one became a wrong one, for ~5 s each (README: A second look)
     local_wider_search: bool = False
+    # Path A: an answer only restating the question is written on from its own sentence
+    # (", namely …") before it is "not found" (the local model: agent.chat.restated_answer)
+    finish_restated: bool = True
     focus_sentences: int = Field(default=2, ge=1)
     focus_neighbours: int = Field(default=2, ge=0)
     # the most characters one focused passage keeps for the CPU model: its neighbours

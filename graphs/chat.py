@@ -63,6 +63,7 @@ from agent.chat.finished_turn import (
     wait_for_background,
 )
 from agent.chat.overview import overview_prompt
+from agent.chat.restated_answer import finished_answer, restated_prefix
 from agent.chat.retrieval_step import retrieve_context
 from agent.chat.tool_calls import call_chosen_tool
 from agent.chat.tool_selection import ANSWER_NOW, next_step, tool_calls_left
@@ -74,7 +75,7 @@ from agent.config import Settings
 from agent.db.scope import SearchScope
 from agent.services import get_services
 from graphs.context import Context
-from graphs.model_calls import load_model, model_spec, stream_reply
+from graphs.model_calls import continue_reply, load_model, model_spec, stream_reply
 from graphs.state import ChatState, InputState, OutputState
 
 __all__ = ["build_graph", "graph", "wait_for_background"]
@@ -128,9 +129,8 @@ async def direct(state: ChatState, runtime: Runtime[Context]) -> dict:
 async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Small talk: a short reply without retrieval."""
     settings = (await get_services()).settings
-    messages = general_messages(
-        settings.assistant_name, state["question"], state.get("history", "")
-    )
+    history = state.get("history", "")
+    messages = general_messages(settings.assistant_name, state["question"], history)
     reply = await stream_reply(runtime, state, messages, settings.temperature_general)
     model_used = f"general_{reply.model}"
     return answer_update(
@@ -141,12 +141,12 @@ async def general(state: ChatState, runtime: Runtime[Context]) -> dict:
 async def overview(state: ChatState, runtime: Runtime[Context]) -> dict:
     """Path B: the book's stored summary (or its table of contents) presented in structure."""
     services = await get_services()
-    settings = services.settings
     book = await resolve_book(services, uuid.UUID(state["user_id"]), state["book_id"])
     prompt = await overview_prompt(services, book, state["question"])
     if prompt is None:  # nothing pre-computed and no chapters: answer from chunks instead
         return route_record.overview_fallback()
-    reply = await stream_reply(runtime, state, prompt.messages, settings.temperature_summary)
+    temperature = services.settings.temperature_summary
+    reply = await stream_reply(runtime, state, prompt.messages, temperature)
     return answer_update(
         Answer(
             text=reply.text,
@@ -187,12 +187,8 @@ async def web_search(state: ChatState, runtime: Runtime[Context]) -> dict:
     found = await find_on_web(settings, state["question"])
     if isinstance(found, Answer):  # not configured, or the search failed
         return answer_update(found)
-    reply = await stream_reply(
-        runtime,
-        state,
-        web_prompt(settings, state["question"], found),
-        settings.temperature_specific,
-    )
+    messages = web_prompt(settings, state["question"], found)
+    reply = await stream_reply(runtime, state, messages, settings.temperature_specific)
     return answer_update(web_answer(reply.text, found, model=reply.model, tokens=reply.tokens))
 
 
@@ -310,14 +306,18 @@ async def _answer_from_context(
     prompt = answer_prompt(settings, state, fresh=fresh)  # a follow-up continues the last
     temperature, default = answer_temperature(settings, state), answer_model(settings, state)
     reply = await stream_reply(runtime, state, prompt.messages, temperature, default=default)
-    answer = finish_cited_answer(
-        reply.text,
-        state,
+    guarded = functools.partial(
+        finish_cited_answer,
+        state=state,
         model=reply.model,
-        tokens=reply.tokens,
         citable=prompt.citable,
         drop_invented=settings.drop_invented_claims,
     )
+    answer = guarded(reply.text, tokens=reply.tokens)
+    if (prefix := restated_prefix(settings, state, reply.text, answer)) and (
+        more := await continue_reply(runtime, state, prompt.messages, prefix, temperature, default)
+    ):
+        answer = finished_answer(answer, guarded(prefix + more.text, tokens=0), more.tokens)
     remember_exchange(state, prompt, reply.text)  # once answered: a failed turn is not continued
     return answer_update(answer)
 

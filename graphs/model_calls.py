@@ -17,6 +17,8 @@ from langgraph.runtime import Runtime
 
 from agent.chat.answering import with_persona
 from agent.config import Settings
+from agent.model_server.client import LocalServerChat
+from agent.model_server.client import continue_reply as written_on
 from agent.models import achat_model, model_label
 from agent.services import get_services
 from graphs.context import Context
@@ -76,3 +78,23 @@ async def stream_reply(
         if chunk.usage_metadata:
             tokens += chunk.usage_metadata.get("total_tokens", 0)
     return Reply(text.strip(), tokens, model_label(spec))
+
+
+async def continue_reply(
+    runtime: Runtime[Context],
+    state: Mapping[str, Any],
+    messages: list[BaseMessage],
+    prefix: str,
+    temperature: float,
+    default: str | None = None,
+) -> Reply | None:
+    """What the run's model writes on after ``prefix`` as its reply to ``messages`` (with
+    the chat's persona), not streamed; ``None`` for a model that cannot be given the start
+    of its reply (hosted chat APIs: only the local model process can)."""
+    settings = (await get_services()).settings
+    model, spec = await load_model(runtime, settings, temperature, default)
+    if not isinstance(model, LocalServerChat):
+        return None
+    personalised = _personalised(messages, state.get("persona"))
+    text, tokens = await written_on(model, personalised, prefix, temperature=temperature)
+    return Reply(text, tokens, model_label(spec))

@@ -61,6 +61,10 @@ class Answer:
     retrieval_metrics: dict | None = None
     citations_removed: int = 0
     """Citations of ids the turn did not retrieve, removed by the guard."""
+    said_nothing_asked: bool = False
+    """The "not found" reply stands for an answer that said nothing the question asked for
+    (it restated it, or left the name or amount asked unsaid): the model may finish it
+    (:mod:`agent.chat.restated_answer`)."""
 
 
 def answer_update(answer: Answer) -> dict:
@@ -192,6 +196,7 @@ def finish_grounded(
     if route == "hybrid":  # a fact's answer; deep reasoning and summaries discuss passages
         raw = without_prompt_openers(without_pointer_sentences(raw))
     text = guard_citations(raw, citable, question=question or "")
+    said_nothing = False
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
         read = shown_texts(retrieved)  # what the model read, labels included
@@ -212,6 +217,7 @@ def finish_grounded(
                 speaker=speaker[:1].upper() + speaker[1:], line=words, citation=citation
             )
         elif question and _answers_nothing(text, question):
+            said_nothing = text != prompts.NOT_ANSWERED  # the model's words, not a refusal
             text = _quoted_or_not_answered(text, citable, question)
         elif question and (other := amount_sentence(text, _read_by_id(citable), question)):
             text = prompts.QUOTED_ANSWER.format(sentence=other[0], citation=other[1])
@@ -229,6 +235,7 @@ def finish_grounded(
         chunk_map={c["id"]: c["chunk_id"] for c in retrieved},
         retrieved_chunk_ids=[c["chunk_id"] for c in retrieved],
         citations_removed=removed,
+        said_nothing_asked=said_nothing and text == prompts.NOT_ANSWERED,
     )
 
 

@@ -6,11 +6,12 @@ that restarts it when it dies. Every Quire process on a data folder shares one s
 (:mod:`.endpoint`), and reaches it over HTTP like any hosted OpenAI-compatible model
 (:mod:`.client`). A crash in the model therefore ends one turn with ``model_unavailable``,
 never the API or the LangGraph server. :mod:`.build` tells whether the installed llama.cpp
-is the portable build, and :mod:`.scoring` holds the query-likelihood rerank that runs next
-to the model.
+is the portable build, :mod:`.scoring` holds the query-likelihood rerank that runs next
+to the model, and :mod:`.continuation` writes a reply on from given words.
 
 May import: :mod:`agent.config`, :mod:`agent.prompts`, :mod:`agent.local_models`.
 """
 
 HEALTH_PATH = "/quire/health"
 LIKELIHOOD_PATH = "/quire/likelihood"
+CONTINUE_PATH = "/quire/continue"

@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from agent.model_server import LIKELIHOOD_PATH
+from agent.model_server import CONTINUE_PATH, LIKELIHOOD_PATH
 from agent.model_server.endpoint import ModelUnavailable, forget
 from agent.model_server.priority import BACKGROUND, PRIORITY_HEADER, pauses_until
 
@@ -195,17 +195,45 @@ async def likelihood_scores(
     passages."""
     if not passages:
         return []
+    body = {
+        "question": question,
+        "passages": list(passages),
+        "passage_chars": passage_chars,
+        "reuse": reuse,
+    }
+    reply = await _post(model, LIKELIHOOD_PATH, body)
+    return [float(s) for s in reply.json()["scores"]]
+
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant"}
+
+
+async def continue_reply(
+    model: LocalServerChat,
+    messages: Sequence[BaseMessage],
+    prefix: str,
+    *,
+    max_tokens: int = 64,
+    temperature: float = 0.0,
+) -> tuple[str, int]:
+    """What the model writes on after ``prefix`` as its reply to ``messages`` (up to the end
+    of the line), and the tokens that took (:mod:`agent.model_server.continuation`)."""
+    body = {
+        "messages": [{"role": _ROLES[m.type], "content": str(m.content)} for m in messages],
+        "prefix": prefix,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+    reply = (await _post(model, CONTINUE_PATH, body)).json()
+    return str(reply["text"]), int((reply.get("usage") or {}).get("total_tokens") or 0)
+
+
+async def _post(model: LocalServerChat, path: str, body: dict) -> httpx.Response:
+    """POST ``body`` to one of Quire's routes of the model process; a lost process (or
+    its 5xx) raises :class:`ModelUnavailable`, a timeout stays a timeout."""
     try:
         async with httpx.AsyncClient(timeout=model.request_timeout) as client:
-            reply = await client.post(
-                f"{model.server_url}{LIKELIHOOD_PATH}",
-                json={
-                    "question": question,
-                    "passages": list(passages),
-                    "passage_chars": passage_chars,
-                    "reuse": reuse,
-                },
-            )
+            reply = await client.post(f"{model.server_url}{path}", json=body)
             reply.raise_for_status()
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code >= 500:
@@ -215,4 +243,4 @@ async def likelihood_scores(
         if isinstance(exc, httpx.TimeoutException):
             raise
         raise model._unavailable(exc) from exc
-    return [float(s) for s in reply.json()["scores"]]
+    return reply

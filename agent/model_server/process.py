@@ -9,7 +9,9 @@ Run as ``python -m agent.model_server.process --model FILE --port P`` by the sup
 * ``GET /quire/health``: answers without waiting for a generation in progress (llama-cpp's
   own routes queue behind the model's lock), with the build's CPU features;
 * ``POST /quire/likelihood``: query-likelihood rerank scores
-  (:mod:`agent.model_server.scoring`), which need the model's logits at every position.
+  (:mod:`agent.model_server.scoring`), which need the model's logits at every position;
+* ``POST /quire/continue``: a reply written on from given words
+  (:mod:`agent.model_server.continuation`), which OpenAI's chat API cannot ask for.
 
 Requests queue for the model one at a time (``interrupt_requests=False``: a new request
 never cuts off the one streaming), and a client that disconnects stops its generation.
@@ -39,7 +41,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from agent.model_server import HEALTH_PATH, LIKELIHOOD_PATH
+from agent.model_server import CONTINUE_PATH, HEALTH_PATH, LIKELIHOOD_PATH
+
+# at module level: FastAPI reads the route's body type from this module's names
+from agent.model_server.continuation import ContinueRequest, continue_reply_sync
 
 
 class LikelihoodRequest(BaseModel):
@@ -192,6 +197,11 @@ def build_app(
             finally:
                 watcher.cancel()
         return {"scores": scores}
+
+    @router.post(CONTINUE_PATH)
+    async def continue_reply(body: ContinueRequest) -> dict:
+        async with contextlib.asynccontextmanager(get_llama_proxy)() as proxy:
+            return await run_in_threadpool(continue_reply_sync, proxy(alias), body)
 
     app.include_router(router)
     app.add_middleware(PriorityMiddleware, answers=ANSWERS)

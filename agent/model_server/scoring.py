@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,17 +66,24 @@ def likelihood_prompt(passage: str) -> tuple[str, str]:
     return prompts.RERANK_LIKELIHOOD_SYSTEM, prompts.RERANK_LIKELIHOOD_USER.format(passage=passage)
 
 
-def _prompt_tokens(llama: Any, system: str, user: str) -> list[int]:
-    """The chat prompt up to the start of the assistant's reply."""
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+def chat_prompt(llama: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    """The tokens of ``messages`` (``role`` and ``content`` each) in the model's chat
+    template, up to the start of the assistant's reply."""
     template = _template(llama)
     if template is not None:
-        rendered = template(messages=messages)
+        rendered = template(messages=list(messages))
         text, add_bos = rendered.prompt, not rendered.added_special
     else:  # ChatML, what Qwen's template writes
         text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
         text, add_bos = text + "<|im_start|>assistant\n", False
     return llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+
+def _prompt_tokens(llama: Any, system: str, user: str) -> list[int]:
+    """The chat prompt of one system and one user message, up to the assistant's reply."""
+    return chat_prompt(
+        llama, [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    )
 
 
 def _shared_prefix(llama: Any, tokens: Sequence[int]) -> int:

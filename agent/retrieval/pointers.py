@@ -228,7 +228,7 @@ _ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))
 # words that join a restated question's parts and add nothing ("The estate is entailed,
 # and thus it will inherit Longbourn because the estate is entailed")
 _CONNECTIVE_STEMS = frozenset(
-    _stems("thus therefore hence also indeed because since then actually simply")
+    _stems("thus therefore hence also indeed because since then actually simply namely")
 )
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import uuid
 
+import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 from sqlalchemy import text
@@ -210,6 +211,30 @@ async def test_local_model_ranks_the_answer_first_and_prefix_reuse_changes_nothi
     # and the model still chats afterwards (the shared context was left consistent)
     reply = await model.ainvoke("Reply with the single word: ready", max_tokens=5)
     assert reply.content.strip()
+
+
+async def test_the_model_writes_on_from_the_words_it_is_given():
+    """The model process continues a reply from given words (what a restated answer is
+    finished with: agent.chat.restated_answer), on the line they start."""
+    from agent.chat.answering import grounded_messages
+    from agent.config import Settings
+    from agent.model_server.client import continue_reply
+    from agent.models import achat_model
+
+    settings = Settings()
+    model = await achat_model("local", settings, 0.0)
+    question = "What does Dinah catch?"
+    messages = grounded_messages(settings.assistant_name, question, DINAH_BLOCK, examples=True)
+    prefix = "Dinah, Alice's cat, catches"
+    text, tokens = await continue_reply(model, messages, prefix, max_tokens=24)
+    assert "\n" not in text and tokens > 0
+    assert "mice" in text.lower(), text  # the passage's word, after the prefix's
+    assert not text.lstrip().lower().startswith("dinah")  # written on, not started afresh
+    # a prompt cut short still answers (the reply limit), and an empty prefix is refused
+    short, _ = await continue_reply(model, messages, prefix, max_tokens=1)
+    assert len(short.split()) <= 2
+    with pytest.raises(httpx.HTTPStatusError):
+        await continue_reply(model, messages, "", max_tokens=8)
 
 
 async def test_the_prompt_cache_spares_warmed_system_prompts_and_continued_exchanges():

@@ -1,0 +1,65 @@
+"""A restated answer finished by the model (Path A, a model that can write on from given
+words: the local one).
+
+The 1.5B model often answers by restating the question over a passage that holds the
+answer: "Alice gave the animals as prizes after the Caucus-race #chk_…" over "…pulled out
+a box of comfits… and handed them round as prizes". The guards turn such an answer into the
+plain "not found" reply (:func:`agent.chat.answering.finish_grounded`); asked again, the
+model restates again. Made to write on from its own sentence followed by ", namely", it
+names what it left out ("…, namely the comfits #chk_…"). The continued answer goes through
+the same guards, so a name or figure no passage holds is still refused; when it again says
+nothing asked for, the "not found" reply stays. The prompt is the one the answer just read,
+so llama.cpp's cache holds it: the second call reads the sentence and writes a few words.
+
+Only an answer of the model's own words is finished: not a refusal ("Your documents do not
+say…"), an echo of the worked examples, or an answer the guards refused for what it named
+(a year, a figure or a name no passage holds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent import prompts
+from agent.chat.answering import Answer
+from agent.config import Settings
+from agent.retrieval.anchors import answer_sentences
+from agent.retrieval.citation_layout import CITATION_RE
+from agent.retrieval.citations import tidy_spacing
+from agent.retrieval.pointers import is_absence_sentence
+
+CONTINUATION = ", namely"
+"""What follows the model's restated sentence: the words after it must name something."""
+MAX_RESTATED_CHARS = 300
+"""A longer answer is no restated question: it is not continued."""
+
+
+def restated_prefix(
+    settings: Settings, state: Mapping[str, Any], raw: str, answer: Answer
+) -> str | None:
+    """The words the model writes on from (its answer ``raw`` without citations or final
+    stop, then :data:`CONTINUATION`) when ``answer``, the guarded ``raw``, is the "not
+    found" reply because ``raw`` said nothing the question asked for; else ``None``."""
+    if not (settings.finish_restated and answer.said_nothing_asked):
+        return None
+    if state.get("route") != "hybrid" or state.get("web_context"):
+        return None
+    sentence = tidy_spacing(CITATION_RE.sub(" ", raw)).strip().rstrip(" .!;:,")
+    if (
+        not sentence
+        or "\n" in sentence
+        or len(sentence) > MAX_RESTATED_CHARS
+        or sentence.endswith("?")
+        or any(is_absence_sentence(s) for s in answer_sentences(sentence))
+    ):
+        return None
+    return sentence + CONTINUATION
+
+
+def finished_answer(first: Answer, continued: Answer, tokens: int) -> Answer:
+    """The continued answer when its guards let it through, else the first "not found"
+    reply; ``tokens``: what the continuation took, counted either way."""
+    chosen = first if continued.text == prompts.NOT_ANSWERED else continued
+    chosen.tokens_used = first.tokens_used + tokens
+    return chosen

@@ -1,0 +1,85 @@
+"""A local answer that only restated the question is written on from its own sentence
+(", namely …") before it becomes "not found"; refusals, invented names and other paths are
+not."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import prompts
+from agent.chat.answering import Answer, finish_grounded
+from agent.chat.restated_answer import finished_answer, restated_prefix
+from agent.config import Settings
+
+QUESTION = "What does Alice give the animals as prizes after the Caucus-race?"
+PASSAGE = (
+    "Alice had no idea what to do, and in despair she put her hand in her pocket, and pulled "
+    "out a box of comfits, and handed them round as prizes."
+)
+RETRIEVED = [{"id": "#chk_fdeeb730", "chunk_id": "c1", "text": PASSAGE, "source": "Alice"}]
+STATE = {"route": "hybrid", "question": QUESTION}
+
+
+def _guarded(raw: str, question: str = QUESTION) -> Answer:
+    return finish_grounded(
+        raw, RETRIEVED, route="hybrid", model_used="m", tokens_used=5, question=question
+    )
+
+
+def test_a_restated_question_is_continued_from_its_own_words():
+    raw = "Alice gave the animals as prizes after the Caucus-race #chk_fdeeb730."
+    first = _guarded(raw)
+    assert first.text == prompts.NOT_ANSWERED and first.said_nothing_asked
+    prefix = restated_prefix(Settings(), STATE, raw, first)
+    assert prefix == "Alice gave the animals as prizes after the Caucus-race, namely"
+    # the continuation goes through the same guards: named and cited, it is the answer
+    continued = _guarded(prefix + " a box of comfits #chk_fdeeb730.")
+    assert "comfits" in continued.text and "#chk_fdeeb730" in continued.text
+    answer = finished_answer(first, continued, tokens=12)
+    assert answer is continued and answer.tokens_used == 5 + 12
+
+
+def test_a_continuation_that_still_says_nothing_keeps_not_found():
+    raw = "Alice gave the animals as prizes after the Caucus-race #chk_fdeeb730."
+    first = _guarded(raw)
+    prefix = restated_prefix(Settings(), STATE, raw, first)
+    continued = _guarded(prefix + " the prizes #chk_fdeeb730.")
+    answer = finished_answer(first, continued, tokens=7)
+    assert answer.text == prompts.NOT_ANSWERED and answer.tokens_used == 12
+
+
+def test_a_name_no_passage_holds_is_refused_before_and_after():
+    # "Marta" is the model's invention: refused for what it names, not for naming nothing
+    question = "Who is the Dodo's daughter?"
+    raw = "The Dodo's daughter is Marta #chk_fdeeb730."
+    first = _guarded(raw, question)
+    assert first.text == prompts.NOT_ANSWERED and not first.said_nothing_asked
+    assert restated_prefix(Settings(), {**STATE, "question": question}, raw, first) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Your documents do not say what Alice gives the animals as prizes.",  # a refusal
+        "Alice gave the animals\nas prizes after the Caucus-race #chk_fdeeb730.",  # two lines
+        "What does Alice give the animals as prizes after the Caucus-race?",  # a question
+    ],
+)
+def test_refusals_and_odd_replies_are_not_continued(raw):
+    flagged = Answer(
+        text=prompts.NOT_ANSWERED, route="hybrid", model_used="m", said_nothing_asked=True
+    )
+    assert restated_prefix(Settings(), STATE, raw, flagged) is None
+
+
+def test_only_a_flagged_hybrid_answer_with_the_setting_on_is_continued():
+    raw = "Alice gave the animals as prizes after the Caucus-race #chk_fdeeb730."
+    first = _guarded(raw)
+    assert restated_prefix(Settings(finish_restated=False), STATE, raw, first) is None
+    deep = {**STATE, "route": "deep_reasoning"}
+    assert restated_prefix(Settings(), deep, raw, first) is None
+    web = {**STATE, "web_context": "[#web_1] …"}
+    assert restated_prefix(Settings(), web, raw, first) is None
+    answered = _guarded("Alice handed round comfits as prizes #chk_fdeeb730.")
+    assert not answered.said_nothing_asked
+    assert restated_prefix(Settings(), STATE, raw, answered) is None
