@@ -13,7 +13,8 @@ question writes with "the" (a descriptive name: "the Rabbit", "the Queen"), a lo
 holding it ("the White Rabbit"). Another title marks another person ("Mr. Darcy's sister is
 Miss Darcy", "Mr. Bennet's wife is Mrs. Bennet"), and a name with words of its own
 ("Elizabeth Bennet" for "Mr. Bennet's daughter"), a second name, a quotation or a number the
-question lacks is an answer.
+question lacks is an answer. The owner named twice ("the White Rabbit, namely the Rabbit") is
+still only the owner.
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ def names_the_possessor(answer: str, question: str) -> bool:
         last = _WORD.findall(owner["name"])[-1]
         rest = re.sub(rf"\b(?:{re.escape(owner['name'])}|{re.escape(last)})['’]s\b", " ", plain)
         runs = _names(rest)
-        if len(runs) != 1:
-            continue
-        names, titles = runs[0]
-        if last.lower() in names and titles <= owner_titles and (owner["the"] or names <= owned):
+        if runs and all(
+            last.lower() in names and titles <= owner_titles and (owner["the"] or names <= owned)
+            for names, titles in runs
+        ):  # the owner, however often named ("the White Rabbit, namely the Rabbit")
             return True
     return False

@@ -15,6 +15,7 @@ SERVANT = "Who is the Rabbit's servant that Alice calls for?"
     [
         (SERVANT, "The Rabbit's servant is the White Rabbit #chk_1a2b3c4d."),
         (SERVANT, "The Rabbit #chk_1a2b3c4d."),
+        (SERVANT, "The Rabbit's servant is the White Rabbit, namely the Rabbit #chk_1a2b3c4d."),
         ("What is the name of Darcy's friend?", "Darcy's friend is Darcy #chk_1a2b3c4d."),
         ("Who is Mr. Darcy's cousin?", "Mr. Darcy's cousin is Mr. Darcy #chk_1a2b3c4d."),
         ("Who guards the Queen's garden?", "The Queen of Hearts guards it #chk_1a2b3c4d."),
@@ -30,6 +31,7 @@ def test_the_owner_alone_names_nothing_asked(question, answer):
         (SERVANT, "The Rabbit's servant is Mary Ann #chk_1a2b3c4d."),
         (SERVANT, "Pat, the Rabbit's servant #chk_1a2b3c4d."),
         (SERVANT, "The Rabbit's servant is Pat, not the White Rabbit #chk_1a2b3c4d."),
+        (SERVANT, "The Rabbit's servant is the White Rabbit, namely Pat #chk_1a2b3c4d."),
         (SERVANT, "The Rabbit calls its servant “Mary Ann” #chk_1a2b3c4d."),
         ("Who is Mr. Darcy's younger sister?", "Miss Darcy #chk_1a2b3c4d."),
         ("Who is Mr. Bennet's wife?", "Mr. Bennet's wife is Mrs. Bennet #chk_1a2b3c4d."),
