@@ -13,7 +13,10 @@ so llama.cpp's cache holds it: the second call reads the sentence and writes a f
 
 Only an answer of the model's own words is finished: not a refusal ("Your documents do not
 say…"), an echo of the worked examples, or an answer the guards refused for what it named
-(a year, a figure or a name no passage holds).
+(a year, a figure or a name no passage holds). Nor is a question asking for a figure (an
+amount, a date, a measure): written on, the model guessed one ("…against Manchester United
+in 1986, namely at minute 44", a minute the article never gives), where the numbers a
+passage holds elsewhere let the guess through.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from agent import prompts
 from agent.chat.answering import Answer
 from agent.config import Settings
 from agent.retrieval.anchors import answer_sentences
+from agent.retrieval.asked_amounts import asks_for_a_figure
 from agent.retrieval.citation_layout import CITATION_RE
 from agent.retrieval.citations import tidy_spacing
 from agent.retrieval.pointers import is_absence_sentence
@@ -45,6 +49,8 @@ def restated_prefix(
         return None
     if state.get("route") != "hybrid" or state.get("web_context"):
         return None
+    if asks_for_a_figure(str(state.get("question") or "")):
+        return None  # after "namely" a figure is a guess: "…in 1986, namely at minute 44"
     sentence = tidy_spacing(CITATION_RE.sub(" ", raw)).strip().rstrip(" .!;:,")
     if (
         not sentence

@@ -83,3 +83,16 @@ def test_only_a_flagged_hybrid_answer_with_the_setting_on_is_continued():
     answered = _guarded("Alice handed round comfits as prizes #chk_fdeeb730.")
     assert not answered.said_nothing_asked
     assert restated_prefix(Settings(), STATE, raw, answered) is None
+
+
+def test_a_question_asking_for_a_figure_is_not_continued():
+    # the model guesses a figure after "namely"; the article holds other numbers
+    question = "In which minute did Roberts score against Manchester United in 1986?"
+    raw = "Roberts scored against Manchester United in 1986 #chk_fdeeb730."
+    flagged = Answer(
+        text=prompts.NOT_ANSWERED, route="hybrid", model_used="m", said_nothing_asked=True
+    )
+    state = {**STATE, "question": question}
+    assert restated_prefix(Settings(), state, raw, flagged) is None
+    state = {**STATE, "question": "Who did Roberts score against in 1986?"}
+    assert restated_prefix(Settings(), state, raw, flagged) is not None
