@@ -317,7 +317,7 @@ async def _answer_from_context(
     if (prefix := restated_prefix(settings, state, reply.text, answer)) and (
         more := await continue_reply(runtime, state, prompt.messages, prefix, temperature, default)
     ):
-        answer = finished_answer(answer, guarded(prefix + more.text, tokens=0), more.tokens)
+        answer = finished_answer(answer, state["question"], prefix, more.text, more.tokens, guarded)
     remember_exchange(state, prompt, reply.text)  # once answered: a failed turn is not continued
     return answer_update(answer)
 

@@ -21,7 +21,7 @@ passage holds elsewhere let the guess through.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent import prompts
@@ -29,9 +29,10 @@ from agent.chat.answering import Answer
 from agent.config import Settings
 from agent.retrieval.anchors import answer_sentences
 from agent.retrieval.asked_amounts import asks_for_a_figure
+from agent.retrieval.asked_names import ASKS_FOR_SOMEONE, asks_for_a_name, names_someone_new
 from agent.retrieval.citation_layout import CITATION_RE
 from agent.retrieval.citations import tidy_spacing
-from agent.retrieval.pointers import is_absence_sentence
+from agent.retrieval.pointers import is_absence_sentence, says_nothing_new
 
 CONTINUATION = ", namely"
 """What follows the model's restated sentence: the words after it must name something."""
@@ -63,9 +64,25 @@ def restated_prefix(
     return sentence + CONTINUATION
 
 
-def finished_answer(first: Answer, continued: Answer, tokens: int) -> Answer:
-    """The continued answer when its guards let it through, else the first "not found"
-    reply; ``tokens``: what the continuation took, counted either way."""
-    chosen = first if continued.text == prompts.NOT_ANSWERED else continued
-    chosen.tokens_used = first.tokens_used + tokens
-    return chosen
+def finished_answer(
+    first: Answer,
+    question: str,
+    prefix: str,
+    written: str,
+    tokens: int,
+    guard: Callable[..., Answer],
+) -> Answer:
+    """The answer the model's ``written`` words after ``prefix`` make, through ``guard``
+    (the turn's guards, as for ``first``), when they give something ``question`` asks for:
+    a word it lacks and, when it asks who or for a name, a name it lacks (not a date: "…the
+    author, namely The Crazy Ones October 14, 1998"). Else ``first``, the "not found" reply.
+    ``tokens``, what writing on took, are counted either way."""
+    first.tokens_used += tokens
+    if says_nothing_new(written, question):
+        return first
+    if (ASKS_FOR_SOMEONE.search(question) or asks_for_a_name(question)) and not (
+        names_someone_new(written, question)
+    ):
+        return first
+    continued = guard(prefix + written, tokens=first.tokens_used)
+    return first if continued.text == prompts.NOT_ANSWERED else continued

@@ -93,6 +93,44 @@ def names_nothing_asked(answer: str, question: str) -> bool:
     )
 
 
+_CALENDAR = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
+)  # "May" is a name as often as a month
+
+
+def names_someone_new(text: str, question: str) -> bool:
+    """Whether ``text`` (citations aside) quotes something or holds a capitalised word
+    ``question`` lacks that is no sentence word, title, month or weekday: a name the question
+    did not give ("Mr. Gardiner", not "The Crazy Ones October 14")."""
+    plain = CITATION_RE.sub(" ", text)
+    if _QUOTED.search(plain):
+        return True
+    asked = {_key(w) for w in _WORD.findall(question)}
+    return any(
+        w[0].isupper() and (k := _key(w)) not in asked and k not in _NOT_NAMES | _CALENDAR
+        for w in _WORD.findall(plain)
+    )
+
+
 def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether ``answer`` to a question for a name or a person (see the module docs) names
     only what none of ``passages`` (each with its label) holds: at least one name the

@@ -186,3 +186,21 @@ def test_a_name_only_in_the_part_of_a_chunk_the_model_did_not_read_is_not_held()
         question="Who plays the pianoforte?",
     )
     assert answer.text == prompts.NOT_ANSWERED
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("namely Mr. Gardiner and his wife #chk_1a2b3c4d.", True),
+        ("namely “Pat”", True),  # a quotation gives something
+        ("namely The Crazy Ones October 14, 1998 #chk_1a2b3c4d.", False),  # a title, a date
+        ("namely the author", False),
+        ("namely Mr. Darcy's sister", False),  # the question's own name, with a title
+        ("namely Georgiana", True),
+    ],
+)
+def test_a_name_the_question_lacks(text, named):
+    from agent.retrieval.asked_names import names_someone_new
+
+    question = "Who wrote The Crazy Ones for Mr. Darcy?"
+    assert names_someone_new(text, question) is named

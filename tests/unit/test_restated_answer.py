@@ -33,19 +33,41 @@ def test_a_restated_question_is_continued_from_its_own_words():
     prefix = restated_prefix(Settings(), STATE, raw, first)
     assert prefix == "Alice gave the animals as prizes after the Caucus-race, namely"
     # the continuation goes through the same guards: named and cited, it is the answer
-    continued = _guarded(prefix + " a box of comfits #chk_fdeeb730.")
-    assert "comfits" in continued.text and "#chk_fdeeb730" in continued.text
-    answer = finished_answer(first, continued, tokens=12)
-    assert answer is continued and answer.tokens_used == 5 + 12
+    answer = _finished(first, prefix, " a box of comfits #chk_fdeeb730.", tokens=12)
+    assert "comfits" in answer.text and "#chk_fdeeb730" in answer.text
+    assert answer.text.startswith(prefix) and answer.tokens_used == 5 + 12
+    assert [c["id"] for c in answer.citations] == ["#chk_fdeeb730"]
 
 
 def test_a_continuation_that_still_says_nothing_keeps_not_found():
     raw = "Alice gave the animals as prizes after the Caucus-race #chk_fdeeb730."
     first = _guarded(raw)
     prefix = restated_prefix(Settings(), STATE, raw, first)
-    continued = _guarded(prefix + " the prizes #chk_fdeeb730.")
-    answer = finished_answer(first, continued, tokens=7)
+    answer = _finished(first, prefix, " the prizes #chk_fdeeb730.", tokens=7)
     assert answer.text == prompts.NOT_ANSWERED and answer.tokens_used == 12
+
+
+def test_a_who_question_written_on_with_no_name_keeps_not_found():
+    # "Who wrote The Crazy Ones?" written on with the title and a date: nobody named
+    question = "Who handed round the comfits as prizes?"
+    raw = "The comfits were handed round as prizes #chk_fdeeb730."
+    first = _guarded(raw, question)
+    assert first.text == prompts.NOT_ANSWERED and first.said_nothing_asked
+    prefix = restated_prefix(Settings(), {**STATE, "question": question}, raw, first)
+    for nobody in (" the prizes of October 14 #chk_fdeeb730.", " a box #chk_fdeeb730."):
+        answer = _finished(first, prefix, nobody, tokens=0, question=question)
+        assert answer.text == prompts.NOT_ANSWERED, nobody
+    answer = _finished(first, prefix, " Alice #chk_fdeeb730.", tokens=0, question=question)
+    assert "namely Alice" in answer.text
+
+
+def _finished(first, prefix, written, *, tokens, question=QUESTION):
+    def guard(raw, tokens):
+        answer = _guarded(raw, question)
+        answer.tokens_used = tokens
+        return answer
+
+    return finished_answer(first, question, prefix, written, tokens, guard)
 
 
 def test_a_name_no_passage_holds_is_refused_before_and_after():
