@@ -7,10 +7,12 @@ Tokens streamed here reach LangGraph's ``messages`` stream under the calling nod
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -19,9 +21,12 @@ from agent.chat.answering import with_persona
 from agent.config import Settings
 from agent.model_server.client import LocalServerChat
 from agent.model_server.client import continue_reply as written_on
+from agent.model_server.endpoint import ModelUnavailable
 from agent.models import achat_model, model_label
 from agent.services import get_services
 from graphs.context import Context
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -90,11 +95,17 @@ async def continue_reply(
 ) -> Reply | None:
     """What the run's model writes on after ``prefix`` as its reply to ``messages`` (with
     the chat's persona), not streamed; ``None`` for a model that cannot be given the start
-    of its reply (hosted chat APIs: only the local model process can)."""
+    of its reply (hosted chat APIs: only the local model process can), or when the call
+    fails: the turn already has its answer (a model process of an older Quire, without the
+    route, answers 404)."""
     settings = (await get_services()).settings
     model, spec = await load_model(runtime, settings, temperature, default)
     if not isinstance(model, LocalServerChat):
         return None
     personalised = _personalised(messages, state.get("persona"))
-    text, tokens = await written_on(model, personalised, prefix, temperature=temperature)
+    try:
+        text, tokens = await written_on(model, personalised, prefix, temperature=temperature)
+    except (httpx.HTTPError, ModelUnavailable):
+        log.warning("the model could not write on from the answer's words", exc_info=True)
+        return None
     return Reply(text, tokens, model_label(spec))

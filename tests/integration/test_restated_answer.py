@@ -102,3 +102,56 @@ async def test_a_model_that_cannot_be_given_its_first_words_keeps_not_found(bake
     context = Context(user=baker.name, chat_id=str(uuid.uuid4()))
     state = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=context)
     assert state["answer"] == prompts.NOT_ANSWERED and len(restating.prompts) == 1
+
+
+@pytest.fixture
+def old_model_process():
+    """An HTTP server without the continuation route (a model process of an older Quire)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("where", ["old", "gone"])
+async def test_a_model_process_that_cannot_write_on_leaves_the_answer(
+    services, monkeypatch, old_model_process, where
+):
+    import socket
+    from types import SimpleNamespace
+
+    from langchain_core.messages import SystemMessage
+
+    import graphs.model_calls as model_calls
+    from agent.model_server.client import local_chat_client
+
+    if where == "gone":  # a port nothing listens on: the process died
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{free.getsockname()[1]}"
+    else:
+        url = old_model_process
+    client = local_chat_client(
+        url, label="local", temperature=0.0, max_tokens=16, seed=1, timeout=5.0
+    )
+
+    async def local(spec, settings, temperature, **_):
+        return client
+
+    monkeypatch.setattr(model_calls, "achat_model", local)
+    messages = [SystemMessage("Answer briefly."), HumanMessage(QUESTION)]
+    runtime = SimpleNamespace(context=None)
+    prefix = "The baker folds in after the first rise, namely"
+    assert await model_calls.continue_reply(runtime, {}, messages, prefix, 0.0) is None
