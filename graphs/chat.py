@@ -313,12 +313,13 @@ async def _answer_from_context(
         citable=prompt.citable,
         drop_invented=settings.drop_invented_claims,
     )
-    answer = guarded(reply.text, tokens=reply.tokens)
+    answer, said = guarded(reply.text, tokens=reply.tokens), reply.text
     if (prefix := restated_prefix(settings, state, reply.text, answer)) and (
         more := await continue_reply(runtime, state, prompt.messages, prefix, temperature, default)
     ):
         answer = finished_answer(answer, state["question"], prefix, more.text, more.tokens, guarded)
-    remember_exchange(state, prompt, reply.text)  # once answered: a failed turn is not continued
+        said = prefix + more.text if answer.text != prompts.NOT_ANSWERED else said
+    remember_exchange(state, prompt, said)  # once answered: a failed turn is not continued
     return answer_update(answer)
 
 
@@ -360,24 +361,9 @@ def build_graph():
     builder = StateGraph(
         ChatState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
-    for node in (
-        route,
-        refuse,
-        direct,
-        general,
-        overview,
-        chapter,
-        web_search,
-        retrieve,
-        decide,
-        call_tool,
-        generate,
-        search_further,
-        answer_again,
-        not_covered,
-        unanswered,
-        save,
-    ):
+    nodes = (route, refuse, direct, general, overview, chapter, web_search, retrieve, decide)
+    nodes += (call_tool, generate, search_further, answer_again, not_covered, unanswered, save)
+    for node in nodes:
         name = node.__name__
         # every node after ``route`` (which saves its own failures) keeps a failed question
         builder.add_node(name, node if name == "route" else _keeps_question(node))

@@ -87,6 +87,10 @@ async def test_a_restated_answer_is_written_on_and_replaces_not_found(
     assert "walnuts" in cited["text"] and cited["id"] in final["answer"]
     assert "walnuts" not in "".join(tokens)  # the continuation replaces, it is not streamed
     assert final["route"] == "hybrid"
+    # a follow-up continues the exchange the model wrote on, not its restatement
+    from agent.chat.follow_up import EXCHANGES
+
+    assert EXCHANGES.last(context.chat_id).reply == prefix + " toasted walnuts " + cited["id"] + "."
 
 
 async def test_words_that_name_nothing_keep_not_found(baker, restating, monkeypatch):
@@ -95,6 +99,9 @@ async def test_words_that_name_nothing_keep_not_found(baker, restating, monkeypa
     context = Context(user=baker.name, chat_id=str(uuid.uuid4()))
     state = await graph.ainvoke({"messages": [HumanMessage(QUESTION)]}, context=context)
     assert len(calls) == 1 and state["answer"] == prompts.NOT_ANSWERED
+    from agent.chat.follow_up import EXCHANGES
+
+    assert EXCHANGES.last(context.chat_id).reply == "The baker folds in after the first rise."
 
 
 async def test_a_model_that_cannot_be_given_its_first_words_keeps_not_found(baker, restating):
