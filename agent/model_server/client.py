@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
@@ -205,9 +205,6 @@ async def likelihood_scores(
     return [float(s) for s in reply.json()["scores"]]
 
 
-_ROLES = {"system": "system", "human": "user", "ai": "assistant"}
-
-
 async def continue_reply(
     model: LocalServerChat,
     messages: Sequence[BaseMessage],
@@ -219,7 +216,7 @@ async def continue_reply(
     """What the model writes on after ``prefix`` as its reply to ``messages`` (up to the end
     of the line), and the tokens that took (:mod:`agent.model_server.continuation`)."""
     body = {
-        "messages": [{"role": _ROLES[m.type], "content": str(m.content)} for m in messages],
+        "messages": convert_to_openai_messages(list(messages)),
         "prefix": prefix,
         "max_tokens": max_tokens,
         "temperature": temperature,

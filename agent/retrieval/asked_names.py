@@ -86,10 +86,16 @@ def names_nothing_asked(answer: str, question: str) -> bool:
         return False
     if has_caseless_letters(plain):
         return False  # Chinese, Japanese, Arabic…: no capitals to go by
+    return not _has_new_name_word(plain, question, _NOT_NAMES)
+
+
+def _has_new_name_word(text: str, question: str, not_names: frozenset[str]) -> bool:
+    """Whether ``text`` holds a capitalised word ``question`` lacks that is none of
+    ``not_names`` (lower-cased, possessives aside)."""
     asked = {_key(w) for w in _WORD.findall(question)}
-    return not any(
-        w[0].isupper() and _key(w) not in asked and _key(w) not in _NOT_NAMES
-        for w in _WORD.findall(plain)
+    return any(
+        w[0].isupper() and (k := _key(w)) not in asked and k not in not_names
+        for w in _WORD.findall(text)
     )
 
 
@@ -115,6 +121,7 @@ _CALENDAR = frozenset(
         "sunday",
     ]
 )  # "May" is a name as often as a month
+_NOT_NAMES_OR_DATES = _NOT_NAMES | _CALENDAR
 
 
 def names_someone_new(text: str, question: str) -> bool:
@@ -122,13 +129,7 @@ def names_someone_new(text: str, question: str) -> bool:
     ``question`` lacks that is no sentence word, title, month or weekday: a name the question
     did not give ("Mr. Gardiner", not "The Crazy Ones October 14")."""
     plain = CITATION_RE.sub(" ", text)
-    if _QUOTED.search(plain):
-        return True
-    asked = {_key(w) for w in _WORD.findall(question)}
-    return any(
-        w[0].isupper() and (k := _key(w)) not in asked and k not in _NOT_NAMES | _CALENDAR
-        for w in _WORD.findall(plain)
-    )
+    return bool(_QUOTED.search(plain)) or _has_new_name_word(plain, question, _NOT_NAMES_OR_DATES)
 
 
 def names_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
