@@ -44,6 +44,7 @@ from agent.retrieval.quotes import amount_sentence, covering_sentence, pointed_s
 from agent.retrieval.repeats import without_repeated_sentences
 from agent.retrieval.speakers import another_speakers_words
 from agent.retrieval.unheld_question_names import ties_to_an_unheld_name
+from agent.retrieval.unheld_words import words_unheld
 
 
 @dataclass
@@ -172,7 +173,8 @@ def finish_grounded(
     (:func:`figure_for_something_else`), or says what the passages state of another year
     than the one asked (:func:`answer_of_another_year`), or the name or person
     asked for only in names no passage holds (:func:`names_unheld`), or ties what it says
-    to a name of the question no passage holds (:func:`ties_to_an_unheld_name`); one that is only a
+    to a name of the question no passage holds (:func:`ties_to_an_unheld_name`), or adds to
+    the question only words no passage holds (:func:`words_unheld`); one that is only a
     citation id becomes the sentence of that passage which best matches the question,
     quoted (:func:`pointed_sentence`), and one about another amount than the one asked
     for, the passages' sentence stating the amount asked for (:func:`amount_sentence`). An
@@ -207,6 +209,7 @@ def finish_grounded(
             or answer_of_another_year(text, question, read)
             or names_unheld(text, question, read)
             or ties_to_an_unheld_name(text, question, read)
+            or words_unheld(text, question, read)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and (kind := _another_kind(text, question, retrieved)):

@@ -11,7 +11,11 @@ the same guards, so a name or figure no passage holds is still refused; when it 
 nothing asked for, the "not found" reply stays. The prompt is the one the answer just read,
 so llama.cpp's cache holds it: the second call reads the sentence and writes a few words.
 
-Only an answer of the model's own words is finished: not a refusal ("Your documents do not
+Only a restated question is finished (:func:`says_nothing_new`), and only when the question
+does not plainly ask for a name (:func:`asks_for_a_name`): "What is Mr. Bennet's first
+name?" (the novel never gives it) answered "…is Mr", written on, became "…is Mr, namely Mr.
+Darcy", and "What is the name of Mr. Darcy's horse?" "…is black horse, namely Bromley": a
+model with no name to give takes any name in sight. Nor is a refusal ("Your documents do not
 say…"), an echo of the worked examples, or an answer the guards refused for what it named
 (a year, a figure or a name no passage holds). Nor is a question asking for a figure (an
 amount, a date, a measure): written on, the model guessed one ("…against Manchester United
@@ -50,8 +54,11 @@ def restated_prefix(
         return None
     if state.get("route") != "hybrid" or state.get("web_context"):
         return None
-    if asks_for_a_figure(str(state.get("question") or "")):
+    question = str(state.get("question") or "")
+    if asks_for_a_figure(question):
         return None  # after "namely" a figure is a guess: "…in 1986, namely at minute 44"
+    if asks_for_a_name(question) or not says_nothing_new(raw, question):
+        return None  # pressed for a name it lacks, the model takes any in sight (see above)
     sentence = tidy_spacing(CITATION_RE.sub(" ", raw)).strip().rstrip(" .!;:,")
     if (
         not sentence

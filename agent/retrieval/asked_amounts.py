@@ -14,7 +14,8 @@ population/ratio …" too, and a named value or rate ("What was the cutoff value
 survival rate"). "How long" and "How big" may be answered in words ("for a long time",
 "as large as a house"), so they count only as "How long does … take/last", which asks for
 a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
-none. "In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
+none. "What time …" asks for a time of day: "The Hatter shook his head mournfully" for
+"What time is it always at the Mad Tea-Party?" gives none, "six o'clock" or "at noon" does. "In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
 unit that is counted; a chapter is named by its title) ask for one of those units: an
 answer that names no such unit and is more than a bare figure ("Roberts scored on 16
 September 1986") gives none. An answer gives an amount when it holds a number the
@@ -61,6 +62,14 @@ _COUNTED_UNITS = r"minute|lap|inning|page|floor|hole"
 _ASKS_COUNTED_UNIT = re.compile(
     rf"^\W*(?:(?:in|on|at|during)\s+)?(?:what|which)\s+({_COUNTED_UNITS})s?\b", re.IGNORECASE
 )
+# the time of day asked for: its answer names a time ("six o'clock", "at noon", "tea-time")
+_ASKS_CLOCK = re.compile(r"^\W*(?:at\s+|by\s+)?what\s+time\b", re.IGNORECASE)
+_CLOCK_WORDS = re.compile(
+    r"\b(?:o['’]clock|noon|midday|midnight|dawn|daybreak|sunrise|sunset|dusk|nightfall|"
+    r"mornings?|afternoons?|evenings?|nights?|tea-?time|breakfast|lunch(?:time)?|dinner|"
+    r"supper|a\.?m\.?|p\.?m\.?|half past|quarter (?:past|to))(?!\w)",
+    re.IGNORECASE,
+)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER_WORDS = frozenset(
     re.findall(
@@ -103,6 +112,7 @@ def asks_for_an_amount(question: str) -> bool:
         _ASKS_AMOUNT.search(question)
         or _ASKS_DURATION.search(question)
         or _ASKS_COUNTED_UNIT.search(question)
+        or _ASKS_CLOCK.search(question)
     )
 
 
@@ -133,6 +143,8 @@ def gives_no_amount_asked(answer: str, question: str) -> bool:
         return False  # a caseless script: its number words are not ours to read
     if _ASKS_DURATION.search(question) and not _ASKS_AMOUNT.search(question):
         return not _TIME_WORDS.search(plain)
+    if _ASKS_CLOCK.search(question) and _CLOCK_WORDS.search(plain):
+        return False
     if unit := _ASKS_COUNTED_UNIT.search(question):
         return not _names_the_unit(plain, unit[1])
     if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):

@@ -246,6 +246,12 @@ def asks_yes_or_no(question: str) -> bool:
     return bool(_YES_OR_NO.match(question.strip()))
 
 
+def added_stems(answer: str, question: str) -> set[str]:
+    """The content-word stems ``answer`` adds to ``question``'s, words about passages and
+    connectives ("thus", "namely") aside."""
+    return _stems(answer) - _stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
+
+
 def says_nothing_new(answer: str, question: str) -> bool:
     """Whether ``answer`` only restates ``question`` or points at passages: no word or number
     beyond the question's and the passages' vocabulary ("The Caterpillar is smoking when
@@ -255,7 +261,7 @@ def says_nothing_new(answer: str, question: str) -> bool:
     if asks_yes_or_no(question):
         question = ""
     plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
-    words = _stems(plain) - _stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
+    words = added_stems(plain, question)
     numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict

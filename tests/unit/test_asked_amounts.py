@@ -191,3 +191,19 @@ def test_an_uncited_hybrid_answer_of_invented_figures_is_not_found():
 )
 def test_a_counted_unit_asked_for_is_named(question, answer, gives_none):
     assert gives_no_amount_asked(answer, question) is gives_none
+
+
+@pytest.mark.parametrize(
+    ("answer", "none_given"),
+    [
+        ("The Hatter shook his head mournfully #chk_24e54378.", True),
+        ("It is always six o'clock now #chk_24e54378.", False),
+        ("At tea-time.", False),
+        ("It is always 6 #chk_24e54378.", False),
+        ("In the evening, after the concert.", False),
+    ],
+)
+def test_a_question_asking_what_time_wants_a_time_of_day(answer, none_given):
+    assert gives_no_amount_asked(answer, "What time is it always at the Mad Tea-Party?") is (
+        none_given
+    )

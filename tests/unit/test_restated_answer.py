@@ -117,4 +117,26 @@ def test_a_question_asking_for_a_figure_is_not_continued():
     state = {**STATE, "question": question}
     assert restated_prefix(Settings(), state, raw, flagged) is None
     state = {**STATE, "question": "Who did Roberts score against in 1986?"}
-    assert restated_prefix(Settings(), state, raw, flagged) is not None
+    restated = "Roberts did score against them in 1986 #chk_fdeeb730."
+    assert restated_prefix(Settings(), state, restated, flagged) is not None
+
+
+def test_a_question_asking_for_a_name_is_not_continued():
+    # "…is Mr, namely Mr. Darcy": pressed for a first name the novel never gives, the model
+    # took the nearest name in sight
+    question = "What is Mr. Bennet's first name?"
+    raw = "Mr. Bennet's first name is Mr #chk_379b407f."
+    first = _guarded(raw, question)
+    assert first.text == prompts.NOT_ANSWERED and first.said_nothing_asked
+    assert restated_prefix(Settings(), {**STATE, "question": question}, raw, first) is None
+
+
+def test_only_a_restated_question_is_continued():
+    # "…is the White Rabbit" names the question's owner: refused, but it is no restatement,
+    # and written on it would be a second guess
+    question = "Who is the Rabbit's servant that Alice calls for?"
+    raw = "The Rabbit's servant is the White Rabbit #chk_fdeeb730."
+    flagged = Answer(
+        text=prompts.NOT_ANSWERED, route="hybrid", model_used="m", said_nothing_asked=True
+    )
+    assert restated_prefix(Settings(), {**STATE, "question": question}, raw, flagged) is None
