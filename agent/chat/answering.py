@@ -209,7 +209,7 @@ def finish_grounded(
             or answer_of_another_year(text, question, read)
             or names_unheld(text, question, read)
             or ties_to_an_unheld_name(text, question, read)
-            or words_unheld(text, question, read)
+            or words_unheld(text, question, passage_texts(retrieved))  # whole chunks
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and (kind := _another_kind(text, question, retrieved)):

@@ -1,19 +1,21 @@
 """An answer whose every word beyond the question's is in no passage.
 
 "What colour is the White Rabbit's waistcoat?" answered "The White Rabbit's waistcoat was
-pink #chk_…" over passages that never say "pink": the 1.5B model filled the one word asked
-for from its own knowledge of rabbits and waistcoats. The answer names no person and gives
-no figure, so the checks for unheld names and figures let it through. :func:`words_unheld`
-tells such answers apart: the words the answer adds to the question (content words, crudely
-stemmed; words about passages and connectives aside) hold at least one word, and not one of
-them is in a passage the model read (labels included): words count as one when they share a
-root ("asks" and "asked", "waistcoats" and "waistcoat"), on the question's side too.
+bright green #chk_…" over passages that never give a colour for it: a small model fills the
+word asked for from its own idea of rabbits and waistcoats. The answer names no person and
+gives no figure, so the checks for unheld names and figures let it through.
+:func:`words_unheld` tells such answers apart: the words the answer adds to the question
+(content words, crudely stemmed; words about passages and connectives aside) hold at least
+one word, and not one of them is in a passage the model read, its label or its whole chunk
+(what the citation opens: "LayoutParser can be installed using pip" cites a chunk whose
+"pip install" line the focused passage left out). Words count as one when they share a root
+("asks" and "asked", "waistcoats" and "waistcoat"), on the question's side too.
 
 An extractive answer copies at least one word from its passage, so only an answer made of
-the model's own words is caught; a single copied word ("five", "Dinah") lets it through. A
-yes-or-no question may be answered in other words ("wealthy" for "Is he rich?"), and a
-figure an answer adds has checks of its own (:mod:`agent.retrieval.held_figures`): neither
-counts here.
+the model's own words is caught; a single copied word ("five", "Dinah", or "pink", said of
+the Rabbit's eyes) lets it through. A yes-or-no question may be answered in other words
+("wealthy" for "Is he rich?"), and a figure an answer adds has checks of its own
+(:mod:`agent.retrieval.held_figures`): neither counts here.
 """
 
 from __future__ import annotations

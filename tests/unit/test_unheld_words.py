@@ -95,3 +95,28 @@ def test_a_hybrid_answer_of_unheld_words_is_not_found():
         question="What colour are the White Rabbit's eyes?",
     )
     assert "pink" in held.text and held.citations
+
+
+def test_a_word_of_the_cited_chunk_the_focus_left_out_is_held():
+    # the model read the focused passage; the citation opens the whole chunk, which says it
+    question = "How can LayoutParser be installed?"
+    focused = "This paper introduces LayoutParser, an open-source library."
+    whole = focused + " Install it with pip install layoutparser."
+    retrieved = [
+        {
+            "id": "#chk_8afac779",
+            "chunk_id": "c1",
+            "text": whole,
+            "context_text": focused,
+            "source": "LayoutParser",
+        }
+    ]
+    answer = finish_grounded(
+        "LayoutParser can be installed using pip #chk_8afac779.",
+        retrieved,
+        route="hybrid",
+        model_used="m",
+        tokens_used=5,
+        question=question,
+    )
+    assert "pip" in answer.text and answer.citations
