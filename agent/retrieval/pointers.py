@@ -195,7 +195,8 @@ _IRREGULAR_PASTS = {
     for base, *pasts in (
         line.split()
         for line in """
-        become became; begin began begun; bring brought; build built; buy bought;
+        bear bore borne; beat beaten; become became; begin began begun; bend bent;
+        bind bound; blow blew blown; break broke broken; bring brought; build built; buy bought;
         catch caught; choose chose chosen; come came; draw drew drawn; drink drank drunk;
         drive drove driven; eat ate eaten; fall fell fallen; feel felt; fight fought;
         find found; fly flew flown; forget forgot forgotten; get got gotten; give gave given;
@@ -203,7 +204,10 @@ _IRREGULAR_PASTS = {
         grow grew grown; hear heard; hold held; keep kept; know knew known; lead led;
         leave left; lose lost; make made; mean meant; meet met; pay paid; ride rode ridden;
         rise rose risen; run ran; say said; see saw seen; seek sought; sell sold; send sent;
-        shake shook shaken; shoot shot; sing sang sung; sink sank sunk; sit sat; sleep slept;
+        shake shook shaken; shine shone; shoot shot; shrink shrank shrunk; sing sang sung;
+        sink sank sunk; sit sat; sleep slept; slide slid; spin spun; spring sprang sprung;
+        stick stuck; sting stung; strike struck; swear swore sworn; sweep swept; tear tore torn;
+        weep wept; freeze froze frozen; feed fed; flee fled; dig dug; hang hung; hide hid hidden;
         speak spoke spoken; spend spent; stand stood; steal stole stolen; swim swam swum;
         take took taken; teach taught; tell told; think thought; throw threw thrown;
         understand understood; wake woke woken; wear wore worn; win won; write wrote written
@@ -244,6 +248,12 @@ _YES_OR_NO = re.compile(
 def asks_yes_or_no(question: str) -> bool:
     """Whether ``question`` is a yes-or-no question (see ``_YES_OR_NO``)."""
     return bool(_YES_OR_NO.match(question.strip()))
+
+
+def word_stems(text: str) -> set[str]:
+    """The content-word stems of ``text``: endings cut, irregular pasts made their base
+    ("gave" -> "give", "shrank" -> "shrink")."""
+    return _stems(text)
 
 
 def added_stems(answer: str, question: str) -> set[str]:

@@ -9,7 +9,8 @@ gives no figure, so the checks for unheld names and figures let it through.
 one word, and not one of them is in a passage the model read, its label or its whole chunk
 (what the citation opens: "LayoutParser can be installed using pip" cites a chunk whose
 "pip install" line the focused passage left out). Words count as one when they share a root
-("asks" and "asked", "waistcoats" and "waistcoat"), on the question's side too.
+("asks" and "asked", "waistcoats" and "waistcoat"; "shrank" and "shrinking", an irregular
+past made its base), on the question's side too.
 
 An extractive answer copies at least one word from its passage, so only an answer made of
 the model's own words is caught; a single copied word ("five", "Dinah", or "pink", said of
@@ -24,8 +25,7 @@ import re
 from collections.abc import Iterable
 
 from agent.retrieval.citations import CITATION_RE
-from agent.retrieval.pointers import added_stems, asks_yes_or_no
-from agent.text import content_terms
+from agent.retrieval.pointers import added_stems, asks_yes_or_no, word_stems
 
 _NUMBER = re.compile(r"\d+")
 ROOT_LETTERS = 5
@@ -44,9 +44,9 @@ def words_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     plain = CITATION_RE.sub(" ", answer)
     if asks_yes_or_no(question) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
         return False  # a verdict in other words ("wealthy" for "rich"); a figure's own checks
-    asked = {_root(w) for w in content_terms(question)}
+    asked = {_root(w) for w in word_stems(question)}
     added = {_root(w) for w in added_stems(plain, question)} - asked
     if not added:
         return False
-    held = {_root(w) for text in passages for w in content_terms(text)}
+    held = {_root(w) for text in passages for w in word_stems(text)}
     return not added & held

@@ -274,8 +274,8 @@ def test_an_alarm_naming_only_ids_is_dropped_when_no_passages_disagree():
         return finish_cited_answer(raw, state, model="x", tokens=0)
 
     # the heading with bare ids after it says nothing: it goes, and so do its citations
-    bare = finish(f"Alice began to speak {a}.\n\nCONFLICT DETECTED\n{a} and {b}")
-    assert bare.text == f"Alice began to speak {a}."
+    bare = finish(f"Alice began in a timid voice {a}.\n\nCONFLICT DETECTED\n{a} and {b}")
+    assert bare.text == f"Alice began in a timid voice {a}."
     assert [c["id"] for c in bare.citations] == [a]
     inline = finish(f"She shrank {b}.\n\n**CONFLICT DETECTED:** {a}, {b}.")
     assert inline.text == f"She shrank {b}." and [c["id"] for c in inline.citations] == [b]

@@ -120,3 +120,10 @@ def test_a_word_of_the_cited_chunk_the_focus_left_out_is_held():
         question=question,
     )
     assert "pip" in answer.text and answer.citations
+
+
+def test_an_irregular_past_is_its_base():
+    # "shrank" is the passage's "shrinking": held, not the model's own word
+    passage = "Alice ate a little bit of the cake and began shrinking directly."
+    assert not words_unheld("She shrank #chk_1a2b3c4d.", "What did Alice do?", [passage])
+    assert words_unheld("She sneezed #chk_1a2b3c4d.", "What did Alice do?", [passage])
