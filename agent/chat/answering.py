@@ -202,14 +202,15 @@ def finish_grounded(
     if route == "hybrid":  # "X is not stated in the passage #chk_…" cites nothing to check
         text = without_absence_citations(text)
         read = shown_texts(retrieved)  # what the model read, labels included
+        whole = passage_texts(retrieved)  # and the whole chunks its citations open
         if question and (
-            pin_unheld(question, passage_texts(retrieved))
+            pin_unheld(question, whole)
             or figures_unheld(text, question, read)
             or figure_for_something_else(text, question, read)
             or answer_of_another_year(text, question, read)
             or names_unheld(text, question, read)
             or ties_to_an_unheld_name(text, question, read)
-            or words_unheld(text, question, passage_texts(retrieved))  # whole chunks
+            or words_unheld(text, question, whole)
         ):
             text = prompts.NOT_ANSWERED  # another year's figure, or what no passage gives
         elif question and (kind := _another_kind(text, question, retrieved)):

@@ -15,7 +15,8 @@ survival rate"). "How long" and "How big" may be answered in words ("for a long 
 "as large as a house"), so they count only as "How long does … take/last", which asks for
 a duration: an answer naming no stretch of time ("The Beacon Traverse takes 14 km") gives
 none. "What time …" asks for a time of day: "The Hatter shook his head mournfully" for
-"What time is it always at the Mad Tea-Party?" gives none, "six o'clock" or "at noon" does. "In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
+"What time is it always at the Mad Tea-Party?" gives none, "six o'clock" or "at noon" does.
+"In which minute …", "On what page …" (a minute, lap, inning, page, floor or hole: a
 unit that is counted; a chapter is named by its title) ask for one of those units: an
 answer that names no such unit and is more than a bare figure ("Roberts scored on 16
 September 1986") gives none. An answer gives an amount when it holds a number the

@@ -218,7 +218,9 @@ _IRREGULAR_PASTS = {
 }
 
 
-def _stems(text: str) -> set[str]:
+def word_stems(text: str) -> set[str]:
+    """The content-word stems of ``text``: endings cut, irregular pasts made their base
+    ("gave" -> "give", "shrank" -> "shrink")."""
     # "trained" restates "train", "mentions" "mentioned", "gave" "give"; "went" is "go",
     # a word too short to be a content term of the question it restates
     stems = {
@@ -228,11 +230,11 @@ def _stems(text: str) -> set[str]:
     return {s for s in stems if len(s) > 2}
 
 
-_ABOUT_PASSAGES_STEMS = frozenset(_stems(" ".join(_ABOUT_PASSAGES)))
+_ABOUT_PASSAGES_STEMS = frozenset(word_stems(" ".join(_ABOUT_PASSAGES)))
 # words that join a restated question's parts and add nothing ("The estate is entailed,
 # and thus it will inherit Longbourn because the estate is entailed")
 _CONNECTIVE_STEMS = frozenset(
-    _stems("thus therefore hence also indeed because since then actually simply namely")
+    word_stems("thus therefore hence also indeed because since then actually simply namely")
 )
 
 
@@ -250,16 +252,15 @@ def asks_yes_or_no(question: str) -> bool:
     return bool(_YES_OR_NO.match(question.strip()))
 
 
-def word_stems(text: str) -> set[str]:
-    """The content-word stems of ``text``: endings cut, irregular pasts made their base
-    ("gave" -> "give", "shrank" -> "shrink")."""
-    return _stems(text)
-
-
 def added_stems(answer: str, question: str) -> set[str]:
     """The content-word stems ``answer`` adds to ``question``'s, words about passages and
     connectives ("thus", "namely") aside."""
-    return _stems(answer) - _stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
+    return word_stems(answer) - word_stems(question) - _ABOUT_PASSAGES_STEMS - _CONNECTIVE_STEMS
+
+
+def added_numbers(answer: str, question: str) -> set[str]:
+    """The numbers ``answer`` holds that ``question`` does not."""
+    return set(_NUMBER.findall(answer)) - set(_NUMBER.findall(question))
 
 
 def says_nothing_new(answer: str, question: str) -> bool:
@@ -272,7 +273,7 @@ def says_nothing_new(answer: str, question: str) -> bool:
         question = ""
     plain = _PAGE_NUMBER.sub(" ", CITATION_RE.sub(" ", answer))  # where, not what
     words = added_stems(plain, question)
-    numbers = set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question))
+    numbers = added_numbers(plain, question)
     verdict = _VERDICT.search(plain) and not _VERDICT.search(question)
     return not words and not numbers and not verdict
 

@@ -25,9 +25,8 @@ import re
 from collections.abc import Iterable
 
 from agent.retrieval.citations import CITATION_RE
-from agent.retrieval.pointers import added_stems, asks_yes_or_no, word_stems
+from agent.retrieval.pointers import added_numbers, added_stems, asks_yes_or_no, word_stems
 
-_NUMBER = re.compile(r"\d+")
 ROOT_LETTERS = 5
 """Letters of a root two words must share to count as one ("waistcoats", "waistcoat")."""
 
@@ -42,7 +41,7 @@ def words_unheld(answer: str, question: str, passages: Iterable[str]) -> bool:
     """Whether every word ``answer`` adds to ``question`` is in none of ``passages`` (see the
     module docs); ``False`` when it adds none (a restated question is another check's)."""
     plain = CITATION_RE.sub(" ", answer)
-    if asks_yes_or_no(question) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):
+    if asks_yes_or_no(question) or added_numbers(plain, question):
         return False  # a verdict in other words ("wealthy" for "rich"); a figure's own checks
     asked = {_root(w) for w in word_stems(question)}
     added = {_root(w) for w in added_stems(plain, question)} - asked
