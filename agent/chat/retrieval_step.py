@@ -34,11 +34,8 @@ from agent.retrieval.pinned_figures import passage_texts, unheld_pins
 from agent.retrieval.ranking import passage_of
 from agent.retrieval.search import SearchOptions, embed_question
 from agent.retrieval.time_window import scope_window
-from agent.retrieval.types import RetrievedChunk, chunk_payload
+from agent.retrieval.types import BELOW_RELEVANCE, RetrievedChunk, chunk_payload
 from agent.services import Services
-
-BELOW_RELEVANCE = ("any_embedded", "any_chunk", "none")
-"""Fallback layers whose results are not evidence (nearest-anything, any chunk, nothing)."""
 
 
 async def _nothing() -> list:

@@ -24,6 +24,7 @@ from typing import Any
 
 from agent import prompts
 from agent.chat.answering import Answer
+from agent.retrieval.types import BELOW_RELEVANCE
 
 CONFIDENT_MARGIN = 0.1
 """How far above the turn's similarity threshold the best passage must be for ``high``."""
@@ -76,7 +77,7 @@ def _retrieval_confidence(state: Mapping[str, Any]) -> str:
         return "medium"
     similarities = [c.get("similarity") for c in state.get("retrieved") or []]
     best = max((s for s in similarities if s is not None), default=None)
-    if best is None or layer in ("any_embedded", "any_chunk", "none"):
+    if best is None or layer in BELOW_RELEVANCE:
         return "medium"  # found by a numbered-question lookup, not by similarity
     return "high" if best >= threshold + CONFIDENT_MARGIN else "medium"
 

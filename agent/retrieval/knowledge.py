@@ -21,11 +21,13 @@ from agent.db.chunks import ChunkRecord, child_records
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import citation_id
+from agent.retrieval.compared_subjects import subject_queries
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
 from agent.retrieval.focus import focus_by_holder, focus_passages, lone_word_passages
 from agent.retrieval.reads import Reads
 from agent.retrieval.search import SearchOptions, SearchResult, search
+from agent.retrieval.subject_search import search_subjects
 from agent.retrieval.types import RetrievedChunk
 from agent.services import Services
 from agent.text import content_terms
@@ -94,9 +96,14 @@ async def knowledge_search(
     (with ``cite_holders``): a question of one content word reads its passages up to the
     first holding that word (:func:`~agent.retrieval.focus.lone_word_passages`)."""
     settings = services.settings
-    result = await search(
-        services, scope, question, options, model=model, query_vector=query_vector
-    )
+    # a comparison on Path C: passages on each of its subjects, not only the nearest side
+    subjects = subject_queries(question) if options.query_type == "deep" else []
+    if subjects:
+        result = await search_subjects(services, scope, subjects, options, model=model)
+    else:
+        result = await search(
+            services, scope, question, options, model=model, query_vector=query_vector
+        )
     started = time.perf_counter()
     paragraphs = None
     if (settings.compress_context if compress is None else compress) and result.chunks:

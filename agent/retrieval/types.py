@@ -26,6 +26,8 @@ Layer = Literal[
     "any_chunk",
     "none",
 ]
+BELOW_RELEVANCE: tuple[Layer, ...] = ("any_embedded", "any_chunk", "none")
+"""Fallback layers whose chunks are no evidence (nearest anything, any chunk, nothing)."""
 
 
 @dataclass(frozen=True)

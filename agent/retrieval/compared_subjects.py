@@ -1,0 +1,169 @@
+"""The subjects a comparison sets side by side, each searched for on its own.
+
+One search for "Compare the Queen of Hearts and Lady Catherine de Bourgh as domineering
+figures" ranks the passages nearest the whole sentence: in two novels, four passages on Lady
+Catherine and none on the Queen. A comparison reads well only from passages on each side, so
+:func:`subject_queries` turns it into one query per subject ("the Queen of Hearts domineering
+figures", "Lady Catherine de Bourgh domineering figures") and the deep search shares its
+passages between them (:func:`~agent.retrieval.knowledge.knowledge_search`).
+
+The forms read: "compare A and/with/to B", "contrast A with B", "the difference(s) or
+similarities between A and B", "how does A differ from (compare with) B", "how do A and B differ",
+"A compared with B", "A versus
+B", and one question asked of two subjects ("How do A and B each react to …?"). Possessive
+subjects ("Compare Jane's and Elizabeth's characters") keep the thing owned as the topic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.text import STOPWORDS
+
+_TAIL = r"(?P<rest>(?:\s+(?:as|in|on|for|regarding|when|by|at|over|about|across)\b.*)?)"
+_END = r"\W*$"
+_FORMS = (
+    # "Compare the Hatter and the March Hare", "contrast A with B in …"
+    re.compile(
+        r"^\W*(?:(?:please|can you|could you)\s+)?(?:compare|contrast)\s+(?:between\s+)?"
+        r"(?P<a>.+?)\s+(?:and|with|to|versus|vs\.?|against)\s+(?P<b>.+?)" + _TAIL + _END,
+        re.I,
+    ),
+    # "What are the differences between A and B?", "similarities between A and B"
+    re.compile(
+        r"\b(?:differences?|similarit(?:y|ies)|contrasts?|distinction)\s+between\s+"
+        r"(?P<a>.+?)\s+and\s+(?P<b>.+?)" + _TAIL + _END,
+        re.I,
+    ),
+    # "How does A differ from B?", "How is A different from B?", "How did A compare with B?"
+    re.compile(
+        r"^\W*(?:how|in what ways?|where)\s+(?:does|do|did|is|are|was|were)\s+(?P<a>.+?)\s+"
+        r"(?:differ|different|compare[ds]?)\s+(?:from|with|to|against)\s+(?P<b>.+?)" + _TAIL + _END,
+        re.I,
+    ),
+    # "How do Mr. Collins and Mr. Wickham differ?", "How are A and B alike?"
+    re.compile(
+        r"^\W*(?:how|in what ways?)\s+(?:do|did|does|are|were|is)\s+(?P<a>.+?)\s+and\s+"
+        r"(?P<b>.+?)\s+(?:differ|different|similar|alike|compare)\b" + _TAIL + _END,
+        re.I,
+    ),
+    # "How do Alice and Elizabeth Bennet each react to authority?"
+    re.compile(
+        r"^\W*(?:how|what|why|in what ways?|when|where)\s+(?:do|did|does|are|were|would)\s+"
+        r"(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+each\b(?!\s+other\b)(?P<rest>.*?)" + _END,
+        re.I,
+    ),
+    # "A compared with B", "A versus B", "A vs. B"
+    re.compile(
+        r"^\W*(?:(?:how|what)\s+(?:about|is|are|does|do)\s+)?(?P<a>.+?)\s+"
+        r"(?:compared\s+(?:with|to)|versus|vs\.?)\s+(?P<b>.+?)" + _TAIL + _END,
+        re.I,
+    ),
+)
+_POSSESSIVE = re.compile(r"[’']s?\b")
+# words that say "compare", not what is compared
+_COMPARING = frozenset(
+    [
+        "compare",
+        "compared",
+        "comparing",
+        "comparison",
+        "contrast",
+        "contrasted",
+        "differ",
+        "differs",
+        "different",
+        "difference",
+        "differences",
+        "similar",
+        "similarity",
+        "similarities",
+        "alike",
+        "versus",
+        "vs",
+        "between",
+        "each",
+        "both",
+        "please",
+    ]
+)
+_PRONOUNS = frozenset(
+    [
+        "it",
+        "its",
+        "they",
+        "them",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "he",
+        "she",
+        "him",
+        "her",
+        "one",
+    ]
+)
+_MOST_WORDS = 6  # a longer "subject" is a clause the patterns misread
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison sets side by side, and what it compares them on."""
+
+    subjects: tuple[str, ...]
+    topic: str
+    """The question's other words ("domineering figures"; empty when it names none)."""
+
+
+def _subject(phrase: str) -> str | None:
+    """``phrase`` as a subject to search for, or ``None`` when it is none (a pronoun, a
+    clause, nothing)."""
+    phrase = _POSSESSIVE.sub("", phrase).strip(" ,;:\"'“”‘’")
+    words = phrase.split()
+    if not words or len(words) > _MOST_WORDS:
+        return None
+    if all(w.lower() in STOPWORDS or w.lower() in _PRONOUNS for w in words):
+        return None
+    return phrase
+
+
+def _owned(first: str, second: str) -> tuple[str, str]:
+    """The second subject and the thing both own, when the first is possessive ("Jane's
+    and Elizabeth's characters" -> "Elizabeth", "characters")."""
+    if not re.search(r"[’']s?$", first.strip()):
+        return second, ""
+    parts = re.split(r"[’']s?\s+", second, maxsplit=1)
+    return (parts[0], parts[1]) if len(parts) == 2 else (second, "")
+
+
+def compared_subjects(question: str) -> Comparison | None:
+    """The two subjects ``question`` compares and the topic it compares them on, or
+    ``None`` when it compares nothing (see the module docs for the forms read)."""
+    text = " ".join(question.split())
+    for form in _FORMS:
+        found = form.search(text)
+        if not found:
+            continue
+        second, owned = _owned(found["a"], found["b"])
+        subjects = (_subject(found["a"]), _subject(second))
+        if None in subjects or subjects[0].lower() == subjects[1].lower():
+            continue
+        rest = f"{owned} {found['rest'] or ''}"
+        topic = " ".join(
+            w for w in re.findall(r"[\w’'-]+", rest) if w.lower() not in _COMPARING
+        ).strip()
+        topic = re.sub(r"^(?:as|in|on|for|regarding|when|by|at|over|about|across)\s+", "", topic)
+        return Comparison(subjects, topic)  # type: ignore[arg-type]
+    return None
+
+
+def subject_queries(question: str) -> list[str]:
+    """One search query per subject of a comparison (the subject, then the topic); empty
+    when ``question`` compares nothing."""
+    comparison = compared_subjects(question)
+    if comparison is None:
+        return []
+    return [" ".join(f"{s} {comparison.topic}".split()) for s in comparison.subjects]

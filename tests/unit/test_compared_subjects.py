@@ -1,0 +1,128 @@
+"""The subjects a comparison sets side by side (agent.retrieval.compared_subjects) and how
+their searches share the passages (agent.retrieval.subject_search.dealt)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from agent.retrieval.compared_subjects import compared_subjects, subject_queries
+from agent.retrieval.subject_search import dealt, each_subject_k
+
+
+@pytest.mark.parametrize(
+    ("question", "subjects", "topic"),
+    [
+        (
+            "Compare the Queen of Hearts and Lady Catherine de Bourgh as domineering figures.",
+            ("the Queen of Hearts", "Lady Catherine de Bourgh"),
+            "domineering figures",
+        ),
+        ("Compare the Hatter and the March Hare.", ("the Hatter", "the March Hare"), ""),
+        (
+            "Compare Jane Bennet's and Elizabeth Bennet's characters.",
+            ("Jane Bennet", "Elizabeth Bennet"),
+            "characters",
+        ),
+        ("contrast the Gryphon with the Mock Turtle", ("the Gryphon", "the Mock Turtle"), ""),
+        (
+            "What are the differences between BM25 and dense retrieval?",
+            ("BM25", "dense retrieval"),
+            "",
+        ),
+        (
+            "What is the difference between a raven and a writing-desk?",
+            ("a raven", "a writing-desk"),
+            "",
+        ),
+        (
+            "How does DPR differ from BM25 on Natural Questions?",
+            ("DPR", "BM25"),
+            "Natural Questions",
+        ),
+        ("How do Mr. Collins and Mr. Wickham differ?", ("Mr. Collins", "Mr. Wickham"), ""),
+        ("How are Jane and Elizabeth alike in temperament?", ("Jane", "Elizabeth"), "temperament"),
+        (
+            "How do Alice and Elizabeth Bennet each react to authority figures?",
+            ("Alice", "Elizabeth Bennet"),
+            "react to authority figures",
+        ),
+        ("Python versus Rust for data pipelines", ("Python", "Rust"), "data pipelines"),
+        (
+            "How did the 2023 budget compare with the 2022 budget?",
+            ("the 2023 budget", "the 2022 budget"),
+            "",
+        ),
+    ],
+)
+def test_a_comparisons_subjects_and_topic(question, subjects, topic):
+    found = compared_subjects(question)
+    if subjects is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (found.subjects, found.topic) == (subjects, topic)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the capital of Peru?",
+        "Why did Alice and the Queen argue?",  # two people, one question about both
+        "How did the Hatter and the March Hare treat each other?",
+        "How do they each feel?",  # pronouns are no subjects
+        "Compare them.",
+        "Compare it with that.",
+        "Who is Alice?",
+        "Why does Alice keep changing size, and how does it affect her?",
+    ],
+)
+def test_questions_that_compare_nothing(question):
+    assert compared_subjects(question) is None
+    assert subject_queries(question) == []
+
+
+def test_each_subject_is_searched_with_the_topic():
+    assert subject_queries("Compare the Caterpillar and the Cheshire Cat as advisers to Alice") == [
+        "the Caterpillar advisers to Alice",
+        "the Cheshire Cat advisers to Alice",
+    ]
+
+
+@dataclass(frozen=True)
+class _Record:
+    id: uuid.UUID
+    parent_id: uuid.UUID | None
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    record: _Record
+    citation_id: str
+
+
+@dataclass(frozen=True)
+class _Result:
+    chunks: list
+
+
+def _chunk(name: str, parent: uuid.UUID | None = None) -> _Chunk:
+    return _Chunk(_Record(uuid.uuid4(), parent), name)
+
+
+def test_the_subjects_take_turns_one_chunk_a_passage():
+    shared = uuid.uuid4()
+    first = _Result([_chunk("a1", shared), _chunk("a2"), _chunk("a3")])
+    second = _Result([_chunk("b1"), _chunk("b2", shared), _chunk("b3")])
+    taken = [c.citation_id for c in dealt([first, second], 10)]
+    assert taken == ["a1", "b1", "a2", "a3", "b3"]  # b2 shares a1's passage
+    assert [c.citation_id for c in dealt([first, second], 3)] == ["a1", "b1", "a2"]
+    assert [c.citation_id for c in dealt([first, _Result([])], 2)] == ["a1", "a2"]
+
+
+def test_each_subject_gets_a_fair_share_and_at_least_two():
+    assert each_subject_k(15, 2) == 8
+    assert each_subject_k(3, 2) == 2
+    assert each_subject_k(5, 3) == 2
