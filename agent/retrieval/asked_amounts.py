@@ -144,8 +144,9 @@ def gives_no_amount_asked(answer: str, question: str) -> bool:
         return False  # a caseless script: its number words are not ours to read
     if _ASKS_DURATION.search(question) and not _ASKS_AMOUNT.search(question):
         return not _TIME_WORDS.search(plain)
-    if _ASKS_CLOCK.search(question) and _CLOCK_WORDS.search(plain):
-        return False
+    if _ASKS_CLOCK.search(question):  # "one" is mostly a pronoun ("one of the trees")
+        hour_words = _amount_words(plain) - _amount_words(question) - {"one"}
+        return not (_CLOCK_WORDS.search(plain) or _NUMBER.search(plain) or hour_words)
     if unit := _ASKS_COUNTED_UNIT.search(question):
         return not _names_the_unit(plain, unit[1])
     if _CURRENCY.search(plain) or set(_NUMBER.findall(plain)) - set(_NUMBER.findall(question)):

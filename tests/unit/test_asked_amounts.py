@@ -201,6 +201,9 @@ def test_a_counted_unit_asked_for_is_named(question, answer, gives_none):
         ("At tea-time.", False),
         ("It is always 6 #chk_24e54378.", False),
         ("In the evening, after the concert.", False),
+        ("At six, as always.", False),
+        ("Alice noticed that one of the trees had a door #chk_24e54378.", True),
+        ("Two of the guests were asleep #chk_24e54378.", False),  # a number word: left be
     ],
 )
 def test_a_question_asking_what_time_wants_a_time_of_day(answer, none_given):
