@@ -7,7 +7,7 @@ Catherine and none on the Queen. A comparison reads well only from passages on e
 figures", "Lady Catherine de Bourgh domineering figures") and the deep search shares its
 passages between them (:func:`~agent.retrieval.knowledge.knowledge_search`).
 
-The forms read: "compare A and/with/to B", "contrast A with B", "the difference(s) or
+The forms read: "compare (and contrast) A and/with/to B", "contrast A with B", "the difference(s) or
 similarities between A and B", "how does A differ from (compare with) B", "how do A and B differ",
 "A compared with B", "A versus
 B", and one question asked of two subjects ("How do A and B each react to …?"). Possessive
@@ -26,7 +26,8 @@ _END = r"\W*$"
 _FORMS = (
     # "Compare the Hatter and the March Hare", "contrast A with B in …"
     re.compile(
-        r"^\W*(?:(?:please|can you|could you)\s+)?(?:compare|contrast)\s+(?:between\s+)?"
+        r"^\W*(?:(?:please|can you|could you)\s+)?(?:compare(?:\s+(?:and|&)\s+contrast)?|contrast)\s+"
+        r"(?:between\s+)?"
         r"(?P<a>.+?)\s+(?:and|with|to|versus|vs\.?|against)\s+(?P<b>.+?)" + _TAIL + _END,
         re.I,
     ),
@@ -139,6 +140,16 @@ def _owned(first: str, second: str) -> tuple[str, str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (second, "")
 
 
+def _with_shared_head(first: str, second: str) -> str:
+    """The first subject with the noun both share when the question says it once ("the Q1
+    and Q2 budgets", "the first and second chapters": "Q1 budgets"), else as it is."""
+    own = [w for w in first.split() if w.lower() not in STOPWORDS]
+    other = [w for w in second.split() if w.lower() not in STOPWORDS]
+    if len(own) == 1 and len(other) == 2 and other[1].islower():
+        return f"{first} {other[1]}"
+    return first
+
+
 def compared_subjects(question: str) -> Comparison | None:
     """The two subjects ``question`` compares and the topic it compares them on, or
     ``None`` when it compares nothing (see the module docs for the forms read)."""
@@ -148,7 +159,7 @@ def compared_subjects(question: str) -> Comparison | None:
         if not found:
             continue
         second, owned = _owned(found["a"], found["b"])
-        subjects = (_subject(found["a"]), _subject(second))
+        subjects = (_subject(_with_shared_head(found["a"], second)), _subject(second))
         if None in subjects or subjects[0].lower() == subjects[1].lower():
             continue
         rest = f"{owned} {found['rest'] or ''}"

@@ -50,6 +50,10 @@ from agent.retrieval.subject_search import dealt, each_subject_k
             "react to authority figures",
         ),
         ("Python versus Rust for data pipelines", ("Python", "Rust"), "data pipelines"),
+        ("Compare and contrast BM25 and DPR.", ("BM25", "DPR"), ""),
+        ("Compare the Q1 and Q2 budgets.", ("the Q1 budgets", "Q2 budgets"), ""),
+        ("Compare the first and second chapters", ("the first chapters", "second chapters"), ""),
+        ("Compare Alice and the Queen of Hearts", ("Alice", "the Queen of Hearts"), ""),
         (
             "How did the 2023 budget compare with the 2022 budget?",
             ("the 2023 budget", "the 2022 budget"),
