@@ -29,7 +29,7 @@ from agent.retrieval.subject_search import dealt, each_subject_k
         ("contrast the Gryphon with the Mock Turtle", ("the Gryphon", "the Mock Turtle"), ""),
         (
             "What are the differences between BM25 and dense retrieval?",
-            ("BM25", "dense retrieval"),
+            ("BM25 retrieval", "dense retrieval"),
             "",
         ),
         (
