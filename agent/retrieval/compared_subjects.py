@@ -107,6 +107,11 @@ _PRONOUNS = frozenset(
         "one",
     ]
 )
+# a question word or a verb's auxiliary: the phrase is a clause, not a subject
+_CLAUSE_WORDS = frozenset(
+    ["what", "which", "who", "whom", "how", "why", "when", "where", "does", "do", "did"]
+    + ["is", "are", "was", "were", "has", "have", "had"]
+)
 _MOST_WORDS = 6  # a longer "subject" is a clause the patterns misread
 
 
@@ -128,6 +133,8 @@ def _subject(phrase: str) -> str | None:
         return None
     if all(w.lower() in STOPWORDS or w.lower() in _PRONOUNS for w in words):
         return None
+    if any(w.lower() in _CLAUSE_WORDS for w in words):
+        return None  # "What Top-5 accuracy does DPR reach (compared with BM25)"
     return phrase
 
 

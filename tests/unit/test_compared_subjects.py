@@ -80,6 +80,7 @@ def test_a_comparisons_subjects_and_topic(question, subjects, topic):
         "Compare them.",
         "Compare it with that.",
         "Who is Alice?",
+        "What Top-5 accuracy does DPR reach compared with BM25?",  # a clause, no subject
         "Why does Alice keep changing size, and how does it affect her?",
     ],
 )
