@@ -67,6 +67,9 @@ class ChatState(InputState, total=False):
     unheld_pins: list[str]
     """Years or versions the question is about that none of its passages names (Path A):
     the passages touch on it but cannot answer it, so no model is asked."""
+    missing_subjects: list[str]
+    """Subjects of a compared question (Path C) that no passage is on ("Real Madrid" in
+    "Compare Norwich City and Real Madrid" over an article on Norwich)."""
     shown_passages: list[str]
     """The passages the turn's context shows (parent chunk ids, or a chunk's own)."""
     wider_search: str

@@ -167,16 +167,33 @@ def finish_cited_answer(
             tokens_used=tokens,
         )
     else:
+        missing = state.get("missing_subjects") or []
         answer = finish_grounded(
             raw,
             retrieved,
             route=state["route"],
             model_used=f"{'deep_reasoner' if _deep(state) else 'investigator'}_{model}",
             tokens_used=tokens,
-            question=state["question"] if drop_invented else None,
+            # a subject no passage is on is no name the answer may state: its sentences go
+            question=_without(state["question"], missing) if drop_invented else None,
         )
+        if missing:
+            lead = prompts.MISSING_SUBJECTS.format(names=_joined(missing))
+            answer.text = f"{lead}\n\n{answer.text}"
     # passages that disagree: both versions cited, and which source to trust asked
     return show_conflicts(answer, conflicts, retrieved)
+
+
+def _joined(names: list[str]) -> str:
+    """``names`` as a reader lists them ("A", "A and B", "A, B and C")."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _without(question: str, subjects: list[str]) -> str:
+    """``question`` without the words of ``subjects`` (what no passage is on)."""
+    for subject in subjects:
+        question = question.replace(subject, " ")
+    return question
 
 
 def unanswered_answer(state: Mapping[str, Any], exchanges: ExchangeLog = EXCHANGES) -> Answer:

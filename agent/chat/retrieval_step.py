@@ -135,7 +135,8 @@ async def retrieve_context(
     (``shown_passages`` of an earlier search), left out. On Path A a fresh question about a
     year or a version that none of the passages names has those pins in ``unheld_pins``: it
     is answered "not found" without a model call (a continued follow-up keeps its earlier
-    passages too, so its answer is checked after generation instead)."""
+    passages too, so its answer is checked after generation instead). On Path C the
+    subjects of a compared question that no passage is on are in ``missing_subjects``."""
     settings = services.settings
     mode = search_mode(state)
     memory = _chat_memory(state)
@@ -194,6 +195,8 @@ async def retrieve_context(
     )
     if pins:
         metrics["unheld_pins"] = pins
+    if found.missing_subjects:
+        metrics["missing_subjects"] = list(found.missing_subjects)
     if scope.created_after is not None or scope.created_before is not None:
         metrics["time_window"] = scope_window(scope)
     return {
@@ -208,6 +211,7 @@ async def retrieve_context(
         ),
         "retrieved": payloads,
         "unheld_pins": pins,
+        "missing_subjects": list(found.missing_subjects),
         "shown_passages": list(
             dict.fromkeys(str(passage_of(c.record)) for c in found.context.chunks)
         ),

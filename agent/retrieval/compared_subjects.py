@@ -178,10 +178,6 @@ def compared_subjects(question: str) -> Comparison | None:
     return None
 
 
-def subject_queries(question: str) -> list[str]:
-    """One search query per subject of a comparison (the subject, then the topic); empty
-    when ``question`` compares nothing."""
-    comparison = compared_subjects(question)
-    if comparison is None:
-        return []
-    return [" ".join(f"{s} {comparison.topic}".split()) for s in comparison.subjects]
+def subject_query(comparison: Comparison, subject: str) -> str:
+    """The search query for one ``subject`` of ``comparison``: the subject, then the topic."""
+    return " ".join(f"{subject} {comparison.topic}".split())

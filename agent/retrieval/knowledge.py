@@ -21,7 +21,7 @@ from agent.db.chunks import ChunkRecord, child_records
 from agent.db.scope import SearchScope
 from agent.ingest.sentences import split_sentences
 from agent.retrieval.citations import citation_id
-from agent.retrieval.compared_subjects import subject_queries
+from agent.retrieval.compared_subjects import compared_subjects
 from agent.retrieval.conflicts import Conflict
 from agent.retrieval.context import BuiltContext, build_context, surroundings, window_size
 from agent.retrieval.focus import focus_by_holder, focus_passages, lone_word_passages
@@ -40,6 +40,9 @@ class KnowledgeSearch:
     question: str
     result: SearchResult
     context: BuiltContext
+    missing_subjects: tuple[str, ...] = ()
+    """Subjects of a compared question that no passage is on (:mod:`~agent.retrieval.
+    subject_search`)."""
 
     @property
     def conflicts(self) -> list[Conflict]:
@@ -97,9 +100,11 @@ async def knowledge_search(
     first holding that word (:func:`~agent.retrieval.focus.lone_word_passages`)."""
     settings = services.settings
     # a comparison on Path C: passages on each of its subjects, not only the nearest side
-    subjects = subject_queries(question) if options.query_type == "deep" else []
-    if subjects:
-        result = await search_subjects(services, scope, subjects, options, model=model)
+    comparison = compared_subjects(question) if options.query_type == "deep" else None
+    missing: tuple[str, ...] = ()
+    if comparison is not None:
+        found = await search_subjects(services, scope, comparison, options, model=model)
+        result, missing = found.result, found.missing
     else:
         result = await search(
             services, scope, question, options, model=model, query_vector=query_vector
@@ -163,7 +168,7 @@ async def knowledge_search(
     )
     result.metrics.context_chars = len(context.text)
     result.metrics.stages_ms["context"] = round((time.perf_counter() - started) * 1000, 2)
-    return KnowledgeSearch(question, result, context)
+    return KnowledgeSearch(question, result, context, missing)
 
 
 async def _siblings(

@@ -100,6 +100,44 @@ async def test_path_c_sees_both_sides_of_a_planted_conflict(services, new_user, 
     assert state["retrieval"]["query_type"] == "deep" and state["retrieval"]["threshold"] == 0.6
 
 
+async def test_path_c_compares_from_passages_on_each_subject(services, new_user, recorder):
+    user = await new_user("compare")
+    await ingest_bytes(
+        services,
+        user.id,
+        b"The harbour bridge opened in 1921 after six years of work. It carries two lanes.",
+        "bridge.txt",
+    )
+    await ingest_bytes(
+        services,
+        user.id,
+        b"The river tunnel opened in 1964. Trains use it every ten minutes at rush hour.",
+        "tunnel.txt",
+    )
+    both = await graph.ainvoke(
+        _ask("Compare the harbour bridge and the river tunnel."), context=Context(user=user.name)
+    )
+    assert both["route"] == "deep_reasoning"
+    _, human = recorder.prompts[-1]
+    assert "1921" in human.content and "1964" in human.content  # a passage on each side
+    assert both["retrieval"]["queries"][:2] == ["the harbour bridge", "the river tunnel"]
+    assert "missing_subjects" not in both["retrieval"]
+
+    one = await graph.ainvoke(
+        _ask("Compare the harbour bridge and the Golden Gate."), context=Context(user=user.name)
+    )
+    assert one["route"] == "deep_reasoning"
+    assert one["retrieval"]["missing_subjects"] == ["the Golden Gate"]
+    lead = prompts.MISSING_SUBJECTS.format(names="the Golden Gate")
+    assert one["answer"].startswith(lead)
+    assert set(cited_ids(one["answer"])) <= set(one["chunk_map"])
+
+    neither = await graph.ainvoke(
+        _ask("Compare the Golden Gate and the Brooklyn Bridge."), context=Context(user=user.name)
+    )
+    assert neither["model_used"] == "no_context_response"  # the documents do not cover it
+
+
 async def test_relevance_gate_says_the_documents_do_not_cover_it(services, new_user):
     user = await new_user("gate")
     await ingest_bytes(services, user.id, b"The bakery sells rye bread on market days.", "a.txt")

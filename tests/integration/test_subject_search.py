@@ -54,3 +54,34 @@ async def test_a_specific_question_naming_two_subjects_is_searched_whole(service
     found = await knowledge_search(services, scope, question, options)
     whole = await search(services, scope, question, options)
     assert [c.citation_id for c in found.result.chunks] == [c.citation_id for c in whole.chunks]
+
+
+async def test_a_subject_no_passage_is_on_is_reported_missing(services, alice_reader):
+    user, book = alice_reader
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    options = search_options(services.settings, "local", "deep", None)
+    one = await knowledge_search(
+        services, scope, "Compare the Hatter and Sherlock Holmes.", options, cite_holders=True
+    )
+    assert one.missing_subjects == ("Sherlock Holmes",)
+    assert all(
+        "hatter" in f"{c.record.text} {c.record.parent_text}".lower() for c in one.result.chunks
+    )
+    held = await knowledge_search(
+        services, scope, "Compare the Hatter and the March Hare.", options, cite_holders=True
+    )
+    assert held.missing_subjects == ()
+
+
+async def test_a_comparison_of_two_things_the_book_never_mentions_finds_nothing(
+    services, alice_reader
+):
+    # the low-similarity layer admits some passage for each; none says either name
+    user, book = alice_reader
+    scope = SearchScope(user_id=user.id, document_ids=(book.document_id,))
+    options = search_options(services.settings, "local", "deep", None)
+    found = await knowledge_search(
+        services, scope, "Compare Real Madrid and Barcelona.", options, cite_holders=True
+    )
+    assert found.missing_subjects == ("Real Madrid", "Barcelona")
+    assert found.result.chunks == [] and found.context.chunks == []

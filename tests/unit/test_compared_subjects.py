@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from agent.retrieval.compared_subjects import compared_subjects, subject_queries
-from agent.retrieval.subject_search import dealt, each_subject_k
+from agent.retrieval.compared_subjects import compared_subjects, subject_query
+from agent.retrieval.subject_search import dealt, each_subject_k, name_words
 
 
 @pytest.mark.parametrize(
@@ -86,14 +86,31 @@ def test_a_comparisons_subjects_and_topic(question, subjects, topic):
 )
 def test_questions_that_compare_nothing(question):
     assert compared_subjects(question) is None
-    assert subject_queries(question) == []
 
 
 def test_each_subject_is_searched_with_the_topic():
-    assert subject_queries("Compare the Caterpillar and the Cheshire Cat as advisers to Alice") == [
+    comparison = compared_subjects(
+        "Compare the Caterpillar and the Cheshire Cat as advisers to Alice"
+    )
+    assert [subject_query(comparison, s) for s in comparison.subjects] == [
         "the Caterpillar advisers to Alice",
         "the Cheshire Cat advisers to Alice",
     ]
+
+
+@pytest.mark.parametrize(
+    ("subject", "words"),
+    [
+        ("Real Madrid", ["Real", "Madrid"]),
+        ("the Queen of Hearts", ["Queen", "Hearts"]),
+        ("Mr. Darcy", ["Darcy"]),
+        ("Detectron2", ["Detectron2"]),
+        ("the 2023 budget", ["2023"]),
+        ("dense retrieval", []),
+    ],
+)
+def test_the_words_that_name_a_subject(subject, words):
+    assert name_words(subject) == words
 
 
 @dataclass(frozen=True)
@@ -108,23 +125,18 @@ class _Chunk:
     citation_id: str
 
 
-@dataclass(frozen=True)
-class _Result:
-    chunks: list
-
-
 def _chunk(name: str, parent: uuid.UUID | None = None) -> _Chunk:
     return _Chunk(_Record(uuid.uuid4(), parent), name)
 
 
 def test_the_subjects_take_turns_one_chunk_a_passage():
     shared = uuid.uuid4()
-    first = _Result([_chunk("a1", shared), _chunk("a2"), _chunk("a3")])
-    second = _Result([_chunk("b1"), _chunk("b2", shared), _chunk("b3")])
+    first = [_chunk("a1", shared), _chunk("a2"), _chunk("a3")]
+    second = [_chunk("b1"), _chunk("b2", shared), _chunk("b3")]
     taken = [c.citation_id for c in dealt([first, second], 10)]
     assert taken == ["a1", "b1", "a2", "a3", "b3"]  # b2 shares a1's passage
     assert [c.citation_id for c in dealt([first, second], 3)] == ["a1", "b1", "a2"]
-    assert [c.citation_id for c in dealt([first, _Result([])], 2)] == ["a1", "a2"]
+    assert [c.citation_id for c in dealt([first, []], 2)] == ["a1", "a2"]
 
 
 def test_each_subject_gets_a_fair_share_and_at_least_two():
