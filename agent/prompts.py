@@ -321,9 +321,8 @@ How to answer:
 - Look actively for disagreements between passages (dates, numbers, names, claims). If any exist, add a section titled "CONFLICT DETECTED" that states each version with its id and asks the user which source to trust.
 - If the passages are not enough to answer, say clearly what is missing. Do not use outside knowledge."""
 
-# a comparison one of whose subjects no passage is on: told to the model after the
-# question, and said before its answer
-MISSING_SUBJECTS_NOTE = """No passage mentions {names}: say that the documents do not cover it, and do not describe it."""
+# a comparison one of whose subjects no passage is on: said before the model's answer (told
+# to the 1.5B model, it wrote "CONFLICT DETECTED: … not mentioned" and nothing else)
 MISSING_SUBJECTS = "Your documents don't mention {names}, so I can only say what they say about the rest of your question."
 
 _NOT_COVERED_LEAD = "Your documents don't seem to cover this: "
