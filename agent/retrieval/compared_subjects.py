@@ -3,15 +3,17 @@
 One search for "Compare the Queen of Hearts and Lady Catherine de Bourgh as domineering
 figures" ranks the passages nearest the whole sentence: in two novels, four passages on Lady
 Catherine and none on the Queen. A comparison reads well only from passages on each side, so
-:func:`subject_queries` turns it into one query per subject ("the Queen of Hearts domineering
-figures", "Lady Catherine de Bourgh domineering figures") and the deep search shares its
-passages between them (:func:`~agent.retrieval.knowledge.knowledge_search`).
+:func:`compared_subjects` finds its subjects and :func:`subject_query` makes one query for
+each ("the Queen of Hearts domineering figures", "Lady Catherine de Bourgh domineering
+figures"); the deep search shares its passages between them
+(:mod:`~agent.retrieval.subject_search`).
 
-The forms read: "compare (and contrast) A and/with/to B", "contrast A with B", "the difference(s) or
-similarities between A and B", "how does A differ from (compare with) B", "how do A and B differ",
-"A compared with B", "A versus
-B", and one question asked of two subjects ("How do A and B each react to …?"). Possessive
-subjects ("Compare Jane's and Elizabeth's characters") keep the thing owned as the topic.
+The forms read: "compare (and contrast) A and/with/to B", "contrast A with B", "the
+difference(s) or similarities between A and B", "how does A differ from (compare with) B",
+"how do A and B differ", "A compared with B", "A versus B", and one question asked of two
+subjects ("How do A and B each react to …?"). Possessive subjects ("Compare Jane's and
+Elizabeth's characters") keep the thing owned as the topic; a head noun said once is both
+subjects' ("the Q1 and Q2 budgets"). Pronouns and clauses are no subjects.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ _END = r"\W*$"
 _FORMS = (
     # "Compare the Hatter and the March Hare", "contrast A with B in …"
     re.compile(
-        r"^\W*(?:(?:please|can you|could you)\s+)?(?:compare(?:\s+(?:and|&)\s+contrast)?|contrast)\s+"
-        r"(?:between\s+)?"
+        r"^\W*(?:(?:please|can you|could you)\s+)?"
+        r"(?:compare(?:\s+(?:and|&)\s+contrast)?|contrast)\s+(?:between\s+)?"
         r"(?P<a>.+?)\s+(?:and|with|to|versus|vs\.?|against)\s+(?P<b>.+?)" + _TAIL + _END,
         re.I,
     ),
