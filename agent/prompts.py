@@ -321,20 +321,15 @@ How to answer:
 - Look actively for disagreements between passages (dates, numbers, names, claims). If any exist, add a section titled "CONFLICT DETECTED" that states each version with its id and asks the user which source to trust.
 - If the passages are not enough to answer, say clearly what is missing. Do not use outside knowledge."""
 
-# a comparison one of whose subjects no passage is on: said before the model's answer (told
-# to the 1.5B model, it wrote "CONFLICT DETECTED: … not mentioned" and nothing else)
-MISSING_SUBJECTS = "Your documents don't mention {names}, so I can only say what they say about the rest of your question."
-
 _NOT_COVERED_LEAD = "Your documents don't seem to cover this: "
 NOT_COVERED = _NOT_COVERED_LEAD + "the closest passages I found are not about it."
 GENERAL_KNOWLEDGE = "From general knowledge, not from your documents: {general}"
 # no general answer: the question names what the documents use, so it is about them
 NOT_COVERED_NAMED = _NOT_COVERED_LEAD + "they mention {names}, but no passage I found is about it."
 
-NOT_ANSWERED = (
-    "I couldn't find the answer in your documents: the passages I found touch on this but "
-    "don't say it."
-)
+NOT_ANSWERED = "I couldn't find the answer in your documents: the passages I found touch on this but don't say it."
+# before a comparison's answer when one subject is in no passage (not told to the model)
+MISSING_SUBJECTS = "Your documents don't mention {names}, so I can only say what they say about the rest of your question."
 ANOTHER_KIND = "I couldn't find {asked} in your documents, only {said}"  # "bread flour" for rye
 # an answer that was only a citation id: the sentence of the passage it named
 QUOTED_ANSWER = "Your documents say: “{sentence}” {citation}"
