@@ -11,7 +11,7 @@ figures"); the deep search shares its passages between them
 The forms read: "compare (and contrast) A and/with/to B", "contrast A with B", "the
 difference(s) or similarities between A and B", "how does A differ from (compare with) B",
 "how do A and B differ", "A compared with B", "A versus B", and one question asked of two
-subjects ("How do A and B each react to …?"). Possessive subjects ("Compare Jane's and
+subjects ("How do A and B each react to …?"); a list names more ("A, B and C"). Possessive subjects ("Compare Jane's and
 Elizabeth's characters") keep the thing owned as the topic; a head noun said once is both
 subjects' ("the Q1 and Q2 budgets"). Pronouns and clauses are no subjects.
 """
@@ -160,16 +160,18 @@ def _with_shared_head(first: str, second: str) -> str:
 
 
 def compared_subjects(question: str) -> Comparison | None:
-    """The two subjects ``question`` compares and the topic it compares them on, or
-    ``None`` when it compares nothing (see the module docs for the forms read)."""
+    """The subjects ``question`` compares (two, or more listed: "Compare Alice, the Hatter
+    and the Queen") and the topic it compares them on, or ``None`` when it compares nothing
+    (see the module docs for the forms read)."""
     text = " ".join(question.split())
     for form in _FORMS:
         found = form.search(text)
         if not found:
             continue
-        second, owned = _owned(found["a"], found["b"])
-        subjects = (_subject(_with_shared_head(found["a"], second)), _subject(second))
-        if None in subjects or subjects[0].lower() == subjects[1].lower():
+        last, owned = _owned(found["a"], found["b"])
+        listed = [p for p in re.split(r",\s+(?:and\s+)?", found["a"]) if p.strip(" ,")]
+        subjects = tuple(_subject(_with_shared_head(p, last)) for p in listed) + (_subject(last),)
+        if None in subjects or len({s.lower() for s in subjects}) < len(subjects):
             continue
         rest = f"{owned} {found['rest'] or ''}"
         topic = " ".join(

@@ -55,6 +55,12 @@ from agent.retrieval.subject_search import dealt, each_subject_k, name_words
         ("Compare the first and second chapters", ("the first chapters", "second chapters"), ""),
         ("Compare Alice and the Queen of Hearts", ("Alice", "the Queen of Hearts"), ""),
         (
+            "Compare Alice, the Hatter and the Queen as rulers",
+            ("Alice", "the Hatter", "the Queen"),
+            "rulers",
+        ),
+        ("Compare Python, Go, and Rust.", ("Python", "Go", "Rust"), ""),
+        (
             "How did the 2023 budget compare with the 2022 budget?",
             ("the 2023 budget", "the 2022 budget"),
             "",
