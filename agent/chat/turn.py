@@ -195,6 +195,7 @@ async def _open_turn(
         "context": "",
         "retrieval": {},
         "conflicts": [],
+        "missing_subjects": [],  # an earlier comparison's: never this turn's answer's lead
         "time_window": {},
         "routing": {},
         "search_mode": "",

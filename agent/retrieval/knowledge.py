@@ -90,7 +90,9 @@ async def knowledge_search(
     lone_word_first: bool = False,
 ) -> KnowledgeSearch:
     """Search, then build the cited context (compressing paragraphs if enabled);
-    ``query_vector``: the question already embedded (see :func:`search`).
+    ``query_vector``: the question already embedded (see :func:`search`). A comparison on
+    Path C (``options.query_type == "deep"``) searches each of its subjects
+    (:mod:`~agent.retrieval.subject_search`); the subjects no passage is on are reported.
 
     ``cite_holders`` (a model's prompt, not a result list): a focused passage's sentences go
     under the sibling chunks that hold them (:func:`~agent.retrieval.focus.focus_by_holder`),

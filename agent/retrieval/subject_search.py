@@ -112,7 +112,8 @@ async def search_subjects(
     held = [(r, chunks) for r, chunks in zip(results, on, strict=True) if chunks]
     missing = tuple(s for s, chunks in zip(subjects, on, strict=True) if not chunks)
     if not held:  # no passage on any of them: the documents do not cover the question
-        return SubjectsFound(SearchResult([], "none", results[0].metrics), missing)
+        nothing = replace(results[0].metrics, layer="none", results=0)
+        return SubjectsFound(SearchResult([], "none", nothing), missing)
     chunks = dealt([c for _, c in held], max(options.k, 2 * len(held)))
     shown = {c.citation_id for c in chunks}
     conflicts = [  # within one subject's passages: two subjects differ by design
