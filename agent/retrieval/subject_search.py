@@ -61,9 +61,15 @@ def name_words(subject: str) -> list[str]:
 
 def says_subject(chunk: RetrievedChunk, words: list[str]) -> bool:
     """Whether ``chunk`` (or the passage around it) holds one of the subject's ``words`` as
-    written: "Bridge" of "the Brooklyn Bridge" is no "harbour bridge"."""
+    written ("Bridge" of "the Brooklyn Bridge" is no "harbour bridge"), or every one of them
+    in any case (a user's capitals: "Compare Revenue and Profit" over "revenue" and "profit";
+    but "Real Madrid" is not held by "a real shock")."""
     text = f"{chunk.record.text} {chunk.record.parent_text or ''}"
-    return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in words)
+
+    def held(word: str, flags: int = 0) -> bool:
+        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags) is not None
+
+    return any(held(w) for w in words) or all(held(w, re.IGNORECASE) for w in words)
 
 
 def held_chunks(result: SearchResult, subject: str) -> list[RetrievedChunk]:

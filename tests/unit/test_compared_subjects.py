@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from agent.retrieval.compared_subjects import compared_subjects, subject_query
-from agent.retrieval.subject_search import dealt, each_subject_k, name_words
+from agent.retrieval.subject_search import dealt, each_subject_k, held_chunks, name_words
+from agent.retrieval.types import RetrievalMetrics, SearchResult
 
 
 @pytest.mark.parametrize(
@@ -123,6 +124,8 @@ def test_the_words_that_name_a_subject(subject, words):
 class _Record:
     id: uuid.UUID
     parent_id: uuid.UUID | None
+    text: str = ""
+    parent_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,3 +152,28 @@ def test_each_subject_gets_a_fair_share_and_at_least_two():
     assert each_subject_k(15, 2) == 8
     assert each_subject_k(3, 2) == 2
     assert each_subject_k(5, 3) == 2
+
+
+@pytest.mark.parametrize(
+    ("subject", "text", "held"),
+    [
+        ("the Queen of Hearts", "The Queen turned crimson with fury.", True),
+        ("Real Madrid", "It was a real shock to the club.", False),
+        ("the Brooklyn Bridge", "The harbour bridge opened in 1921.", False),
+        ("Revenue", "Our revenue grew by a tenth.", True),  # a user's capital
+        ("Detectron2", "LayoutParser is built on deep learning models.", False),
+        ("dense retrieval", "", True),  # no name to look for: the search's layer decides
+    ],
+)
+def test_a_passage_says_a_subject_by_its_names(subject, text, held):
+    chunk = _Chunk(_Record(uuid.uuid4(), None, text), "#chk_00000000")
+    found = SearchResult([chunk], "low_threshold", RetrievalMetrics("deep"))
+    assert held_chunks(found, subject) == ([chunk] if held else [])
+
+
+def test_a_search_that_fell_to_no_evidence_holds_no_subject():
+    chunk = _Chunk(_Record(uuid.uuid4(), None, "The Hatter took off his hat."), "#chk_00000000")
+    for layer in ("any_embedded", "any_chunk"):
+        assert (
+            held_chunks(SearchResult([chunk], layer, RetrievalMetrics("deep")), "the Hatter") == []
+        )
