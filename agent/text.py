@@ -107,6 +107,13 @@ def content_words(text: str) -> list[str]:
     return [w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words]
 
 
+def listed(items: list[str]) -> str:
+    """``items`` as a sentence lists them: "a", "a and b", "a, b and c" ("" for none)."""
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def content_terms(text: str) -> set[str]:
     """The distinct :func:`content_words` of ``text``."""
     return set(content_words(text))

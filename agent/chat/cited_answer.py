@@ -33,6 +33,7 @@ from agent.chat.follow_up import (
 from agent.chat.route_record import no_web_answer
 from agent.config import Settings
 from agent.retrieval.citations import unique
+from agent.text import listed
 
 
 def _deep(state: Mapping[str, Any]) -> bool:
@@ -178,15 +179,10 @@ def finish_cited_answer(
             question=_without(state["question"], missing) if drop_invented else None,
         )
         if missing:
-            lead = prompts.MISSING_SUBJECTS.format(names=_joined(missing))
+            lead = prompts.MISSING_SUBJECTS.format(names=listed(missing))
             answer.text = f"{lead}\n\n{answer.text}"
     # passages that disagree: both versions cited, and which source to trust asked
     return show_conflicts(answer, conflicts, retrieved)
-
-
-def _joined(names: list[str]) -> str:
-    """``names`` as a reader lists them ("A", "A and B", "A, B and C")."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _without(question: str, subjects: list[str]) -> str:
@@ -231,10 +227,8 @@ def not_covered_messages(settings: Settings, state: Mapping[str, Any]) -> list[B
 def _named_not_covered_answer(names: list[str], state: Mapping[str, Any]) -> Answer:
     """The not-covered notice naming what the documents do mention, with no general answer
     (written without a model)."""
-    listed = ", ".join(f"“{n}”" for n in names[:-1])
-    listed = f"{listed} and “{names[-1]}”" if listed else f"“{names[-1]}”"
     return Answer(
-        text=prompts.NOT_COVERED_NAMED.format(names=listed),
+        text=prompts.NOT_COVERED_NAMED.format(names=listed([f"“{n}”" for n in names])),
         route=state["route"],
         model_used="no_context_response",
     )

@@ -23,7 +23,7 @@ from agent.retrieval.citation_layout import (
     once_in_a_row,
     with_citation,
 )
-from agent.text import content_terms, folded_words
+from agent.text import content_terms, folded_words, listed
 
 # "[8834b897]": an id written without its prefix (kept only when it is a context id)
 BARE_ID_RE = re.compile(r"\[([0-9a-fA-F]{8})\]")
@@ -38,10 +38,7 @@ _ID_LIST = re.compile(
 def _known_in_list(ids: str, known: set[str]) -> str:
     """A list of ids without those outside ``known``, joined again ("a, b and c"), so an
     unknown one leaves no stray "and" or comma behind."""
-    kept = [i for i in re.findall(r"#chk_[0-9a-fA-F]{8}", ids) if i.lower() in known]
-    if len(kept) < 2:
-        return "".join(kept)
-    return ", ".join(kept[:-1]) + " and " + kept[-1]
+    return listed([i for i in re.findall(r"#chk_[0-9a-fA-F]{8}", ids) if i.lower() in known])
 
 
 def tidy_spacing(text: str) -> str:
