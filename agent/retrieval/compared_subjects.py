@@ -11,9 +11,12 @@ figures"); the deep search shares its passages between them
 The forms read: "compare (and contrast) A and/with/to B", "contrast A with B", "the
 difference(s) or similarities between A and B", "how does A differ from (compare with) B",
 "how do A and B differ", "A compared with B", "A versus B", and one question asked of two
-subjects ("How do A and B each react to …?"); a list names more ("A, B and C"). Possessive subjects ("Compare Jane's and
-Elizabeth's characters") keep the thing owned as the topic; a head noun said once is both
-subjects' ("the Q1 and Q2 budgets"). Pronouns and clauses are no subjects.
+subjects ("How do A and B each react to …?"); a list names more ("A, B and C"). Possessive
+subjects ("Compare Jane's and Elizabeth's characters") keep the thing owned as the topic, and
+so does a thing said once before named owners ("the personalities of Jane and Elizabeth",
+"the character of Jane with that of Elizabeth", "the views of Charlotte and Elizabeth on
+marriage": the topic "views on marriage"); a head noun said once is both subjects' ("the Q1
+and Q2 budgets"). Pronouns and clauses are no subjects.
 """
 
 from __future__ import annotations
@@ -159,6 +162,50 @@ def _with_shared_head(first: str, second: str) -> str:
     return first
 
 
+_OF_HEAD = re.compile(
+    r"^(?:(?:the|a|an)\s+)?(?P<head>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2})\s+of\s+(?P<owner>.+)$"
+)
+_THAT_OF = re.compile(r"^(?:that|those)\s+of\s+", re.I)
+
+
+def _names_something(phrase: str) -> bool:
+    """Whether ``phrase``'s first word past an article is a name ("the Dormouse", "DPR",
+    "Q2"), not a common noun ("the last chapter", "inflation")."""
+    words = [w for w in phrase.split() if w.lower() not in ("the", "a", "an")]
+    return bool(words) and (words[0][0].isupper() or any(ch.isdigit() for ch in words[0]))
+
+
+def _of_head(listed: list[str], last: str) -> tuple[list[str], str, str]:
+    """The subjects without the thing compared when the question says it once, before the
+    first ("the personalities of Jane and Elizabeth", "the performance of BM25 and DPR":
+    "personalities", "performance"), and "that of B" as B; the head is ``""`` when there
+    is none. Only names are owners this way: "the first chapter of the book and the last
+    chapter" compares two chapters, and "the Queen of Hearts" is one name."""
+    last = _THAT_OF.sub("", last)
+    found = _OF_HEAD.match(listed[0].strip())
+    if not found or not all(_names_something(p) for p in (found["owner"], *listed[1:], last)):
+        return listed, last, ""
+    return [found["owner"], *listed[1:]], last, found["head"]
+
+
+_NAME_THEN_TOPIC = re.compile(
+    r"^(?P<name>.+?)\s+(?P<topic>(?:on|about|to|towards?|regarding|in|at|for)\s+.+)$"
+)
+
+
+def _without_topic(last: str) -> tuple[str, str]:
+    """The last subject and the topic said after it ("Elizabeth on marriage" of "How do
+    the views of Charlotte and Elizabeth on marriage differ?"), when the words before the
+    preposition are a name; else ``last`` and ``""`` ("the cost of living")."""
+    found = _NAME_THEN_TOPIC.match(last.strip())
+    if not found:
+        return last, ""
+    name = [w for w in found["name"].split() if w.lower() not in ("the", "a", "an")]
+    if not name or not all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in name):
+        return last, ""
+    return found["name"], found["topic"]
+
+
 def compared_subjects(question: str) -> Comparison | None:
     """The subjects ``question`` compares (two, or more listed: "Compare Alice, the Hatter
     and the Queen") and the topic it compares them on, or ``None`` when it compares nothing
@@ -170,6 +217,9 @@ def compared_subjects(question: str) -> Comparison | None:
             continue
         last, owned = _owned(found["a"], found["b"])
         listed = [p for p in re.split(r",\s+(?:and\s+)?", found["a"]) if p.strip(" ,")]
+        listed, last, head = _of_head(listed, last)
+        last, said_after = _without_topic(last)
+        owned = f"{head} {owned} {said_after}".strip()
         subjects = tuple(_subject(_with_shared_head(p, last)) for p in listed) + (_subject(last),)
         if None in subjects or len({s.lower() for s in subjects}) < len(subjects):
             continue

@@ -66,6 +66,45 @@ from agent.retrieval.types import RetrievalMetrics, SearchResult
             ("the 2023 budget", "the 2022 budget"),
             "",
         ),
+        # the thing compared said once, before the first owner: both subjects' topic
+        (
+            "Compare the personalities of Jane and Elizabeth.",
+            ("Jane", "Elizabeth"),
+            "personalities",
+        ),
+        (
+            "Compare the leadership styles of the Queen and the King",
+            ("the Queen", "the King"),
+            "leadership styles",
+        ),
+        (
+            "Compare the character of Jane with that of Elizabeth",
+            ("Jane", "Elizabeth"),
+            "character",
+        ),
+        (
+            "Compare the performance of BM25 and DPR on TriviaQA",
+            ("BM25", "DPR"),
+            "performance on TriviaQA",
+        ),
+        (
+            "How do the views of Charlotte and Elizabeth on marriage differ?",
+            ("Charlotte", "Elizabeth"),
+            "views on marriage",
+        ),
+        (
+            "Compare the roles of the Hatter, the March Hare and the Dormouse",
+            ("the Hatter", "the March Hare", "the Dormouse"),
+            "roles",
+        ),
+        # no name owns the head: two things compared whole
+        (
+            "Compare the first chapter of the book and the last chapter",
+            ("the first chapter of the book", "the last chapter"),
+            "",
+        ),
+        ("Compare the cost of living and inflation", ("the cost of living", "inflation"), ""),
+        ("Compare the Duke of Wellington and Napoleon", ("the Duke of Wellington", "Napoleon"), ""),
     ],
 )
 def test_a_comparisons_subjects_and_topic(question, subjects, topic):
