@@ -168,11 +168,19 @@ _OF_HEAD = re.compile(
 _THAT_OF = re.compile(r"^(?:that|those)\s+of\s+", re.I)
 
 
+_ARTICLES = frozenset(["the", "a", "an"])
+
+
+def _name_like(word: str) -> bool:
+    """A capitalised word or one with a digit ("Dormouse", "DPR", "Q2")."""
+    return word[:1].isupper() or any(ch.isdigit() for ch in word)
+
+
 def _names_something(phrase: str) -> bool:
     """Whether ``phrase``'s first word past an article is a name ("the Dormouse", "DPR",
     "Q2"), not a common noun ("the last chapter", "inflation")."""
-    words = [w for w in phrase.split() if w.lower() not in ("the", "a", "an")]
-    return bool(words) and (words[0][0].isupper() or any(ch.isdigit() for ch in words[0]))
+    words = [w for w in phrase.split() if w.lower() not in _ARTICLES]
+    return bool(words) and _name_like(words[0])
 
 
 def _of_head(listed: list[str], last: str) -> tuple[list[str], str, str]:
@@ -200,8 +208,8 @@ def _without_topic(last: str) -> tuple[str, str]:
     found = _NAME_THEN_TOPIC.match(last.strip())
     if not found:
         return last, ""
-    name = [w for w in found["name"].split() if w.lower() not in ("the", "a", "an")]
-    if not name or not all(w[0].isupper() or any(ch.isdigit() for ch in w) for w in name):
+    name = [w for w in found["name"].split() if w.lower() not in _ARTICLES]
+    if not name or not all(_name_like(w) for w in name):
         return last, ""
     return found["name"], found["topic"]
 
