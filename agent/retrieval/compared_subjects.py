@@ -166,13 +166,11 @@ _OF_HEAD = re.compile(
     r"^(?:(?:the|a|an)\s+)?(?P<head>[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2})\s+of\s+(?P<owner>.+)$"
 )
 _THAT_OF = re.compile(r"^(?:that|those)\s+of\s+", re.I)
-
-
 _ARTICLES = frozenset(["the", "a", "an"])
 
 
-def _name_like(word: str) -> bool:
-    """A capitalised word or one with a digit ("Dormouse", "DPR", "Q2")."""
+def name_like(word: str) -> bool:
+    """A capitalised word or one with a digit ("Dormouse", "DPR", "Q2"): a name's word."""
     return word[:1].isupper() or any(ch.isdigit() for ch in word)
 
 
@@ -180,7 +178,7 @@ def _names_something(phrase: str) -> bool:
     """Whether ``phrase``'s first word past an article is a name ("the Dormouse", "DPR",
     "Q2"), not a common noun ("the last chapter", "inflation")."""
     words = [w for w in phrase.split() if w.lower() not in _ARTICLES]
-    return bool(words) and _name_like(words[0])
+    return bool(words) and name_like(words[0])
 
 
 def _of_head(listed: list[str], last: str) -> tuple[list[str], str, str]:
@@ -209,7 +207,7 @@ def _without_topic(last: str) -> tuple[str, str]:
     if not found:
         return last, ""
     name = [w for w in found["name"].split() if w.lower() not in _ARTICLES]
-    if not name or not all(_name_like(w) for w in name):
+    if not name or not all(name_like(w) for w in name):
         return last, ""
     return found["name"], found["topic"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from langchain_core.language_models import BaseChatModel
 
 from agent.db.scope import SearchScope
-from agent.retrieval.compared_subjects import Comparison, subject_query
+from agent.retrieval.compared_subjects import Comparison, name_like, subject_query
 from agent.retrieval.name_words import TITLES
 from agent.retrieval.ranking import passage_of
 from agent.retrieval.search import SearchOptions, SearchResult, search
@@ -53,9 +53,7 @@ def name_words(subject: str) -> list[str]:
     return [
         w
         for w in words
-        if (w[0].isupper() or any(ch.isdigit() for ch in w))
-        and w.lower() not in STOPWORDS
-        and w.lower().rstrip(".") not in TITLES
+        if name_like(w) and w.lower() not in STOPWORDS and w.lower().rstrip(".") not in TITLES
     ]
 
 
